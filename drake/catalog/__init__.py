@@ -1,0 +1,1 @@
+"""Declarations of every benchmark the suite knows: data, not code."""

@@ -1,0 +1,195 @@
+"""The classification and generation benchmarks of pFedMMA, TAP and FediLoRA.
+
+Each is declared with its Hub source, protocol and default scenarios; the source adapters that
+read the real data live in ``drake.sources`` and land with the real-data issue. The offline
+stand-ins are ``synth-cls`` (classification protocols) and ``synth-caption`` (generation).
+"""
+
+from __future__ import annotations
+
+from drake.specs import BenchmarkSpec, ScenarioSpec, TaskSpec
+
+# pFedMMA's DomainNet subset (FedBN's 10 classes) and Office-Caltech10 classes.
+DOMAINNET_CLASSES = ("bird", "feather", "headphones", "ice_cream", "teapot", "tiger", "whale",
+                     "windmill", "wine_glass", "zebra")
+DOMAINNET_DOMAINS = ("clipart", "infograph", "painting", "quickdraw", "real", "sketch")
+OFFICE_CLASSES = ("back_pack", "bike", "calculator", "headphones", "keyboard", "laptop_computer",
+                  "monitor", "mouse", "mug", "projector")
+OFFICE_DOMAINS = ("amazon", "caltech", "dslr", "webcam")
+
+# CLIP base/novel datasets: Hub id, number of classes, CoOp zero-shot template.
+CLIP_DATASETS: dict[str, tuple[str, int, str]] = {
+    "oxford_pets": ("timm/oxford-iiit-pet", 37, "a photo of a {}, a type of pet."),
+    "flowers102": ("Donghyun99/Oxford-Flower-102", 102, "a photo of a {}, a type of flower."),
+    "dtd": ("tanganke/dtd", 47, "{} texture."),
+    "caltech101": ("flwrlabs/caltech101", 100, "a photo of a {}."),
+    "food101": ("ethz/food101", 101, "a photo of {}, a type of food."),
+    "sun397": ("tanganke/sun397", 397, "a photo of a {}."),
+    "ucf101": ("local folder of UCF-101 mid-frames (--source-dir)", 101,
+               "a photo of a person doing {}."),
+}
+PFEDMMA_TEMPLATE = "a photo of a {}."
+PFEDMMA_CITATION = "pFedMMA: personalized federated fine-tuning with multi-modal adapters"
+TAP_CITATION = "TAP: task-aware personalization of multi-modal foundation models in FL"
+FEDILORA_CITATION = "FediLoRA: heterogeneous LoRA for federated multimodal fine-tuning"
+
+
+def _cls_task(tid: str, hub: str, desc: str, licence: str, citation: str, **args) -> TaskSpec:
+    return TaskSpec(
+        id=tid, source="hf-classification", source_args={"repo": hub, **args},
+        subgroup="classification", answer_type="classification", metrics=("accuracy",),
+        description=desc, num_images=(1, 1), prompt_template="<image>", licence=licence,
+        citation=citation,
+    )
+
+
+def domainnet_benchmark() -> BenchmarkSpec:
+    return BenchmarkSpec(
+        name="domainnet", version="1.0",
+        description="DomainNet, 6 domains x FedBN's 10 classes; clients per domain (pFedMMA)",
+        protocol="classification",
+        tasks=(_cls_task("domainnet", "wltjr1007/DomainNet", "10-class DomainNet subset",
+                         "research only (DomainNet terms)", "Peng et al. 2019",
+                         classes=list(DOMAINNET_CLASSES), domains=list(DOMAINNET_DOMAINS)),),
+        scenarios=(
+            ScenarioSpec("by-domain", "by_domain",
+                         params={"clients_per_domain": 5, "alpha": 0.3, "min_size": 2}),
+            ScenarioSpec("by-domain-1", "by_domain",
+                         params={"clients_per_domain": 1, "alpha": 0.3, "min_size": 2}),
+        ),
+        source_note="wltjr1007/DomainNet filtered to 6 domains x 10 FedBN classes",
+        citation=PFEDMMA_CITATION,
+    )
+
+
+def office_benchmark() -> BenchmarkSpec:
+    return BenchmarkSpec(
+        name="office-caltech10", version="1.0",
+        description="Office-Caltech10, 4 domains x 10 classes; clients per domain (pFedMMA)",
+        protocol="classification",
+        tasks=(TaskSpec(
+            id="office-caltech10", source="fedbn-folder",
+            source_args={"classes": list(OFFICE_CLASSES), "domains": list(OFFICE_DOMAINS)},
+            subgroup="classification", answer_type="classification", metrics=("accuracy",),
+            description="Office-Caltech10 in FedBN's layout, from a local folder (--source-dir)",
+            prompt_template="<image>", licence="research only", citation="Gong et al. 2012"),),
+        scenarios=(
+            ScenarioSpec("by-domain", "by_domain",
+                         params={"clients_per_domain": 3, "alpha": 0.3, "min_size": 2}),
+        ),
+        source_note="not on the Hub: FedBN's Office-Caltech10 folder, given with --source-dir",
+        citation=PFEDMMA_CITATION,
+    )
+
+
+def clip_benchmarks() -> list[BenchmarkSpec]:
+    out = []
+    for name, (hub, n_cls, template) in CLIP_DATASETS.items():
+        source = "local-image-folder" if name == "ucf101" else "hf-classification"
+        task = TaskSpec(
+            id=name, source=source, source_args={"repo": hub, "num_classes": n_cls},
+            subgroup="classification", answer_type="classification", metrics=("accuracy",),
+            description=f"{name}: {n_cls} classes, base = first ceil(n/2) sorted classes",
+            prompt_template=template, split_rule="base/novel: sorted classes, base = first half",
+            licence="see source", citation=name)
+        out.append(BenchmarkSpec(
+            name=f"clip-base2novel/{name}", version="1.0",
+            description=f"CLIP base-to-novel on {name}, 10 clients with disjoint base classes",
+            protocol="base_novel", tasks=(task,),
+            scenarios=(ScenarioSpec("pathological", "pathological",
+                                    params={"mode": "contiguous", "num_clients": 10,
+                                            "seed": 2023, "shots": 16}),),
+            source_note=hub, citation=PFEDMMA_CITATION))
+    return out
+
+
+def cifar_benchmarks() -> list[BenchmarkSpec]:
+    c10 = BenchmarkSpec(
+        name="cifar10-dir", version="1.0",
+        description="CIFAR-10, Dirichlet label skew over 100 clients (pFedMMA / NIID-Bench rule)",
+        protocol="classification",
+        tasks=(_cls_task("cifar10", "uoft-cs/cifar10", "CIFAR-10", "MIT", "Krizhevsky 2009",
+                         image_column="img", label_column="label"),),
+        scenarios=tuple(ScenarioSpec(f"alpha{a}", "dirichlet",
+                                     params={"num_clients": 100, "alpha": a, "min_size": 10})
+                        for a in (0.3, 0.5)),
+        source_note="uoft-cs/cifar10", citation=PFEDMMA_CITATION)
+    c100 = BenchmarkSpec(
+        name="cifar100-dir", version="1.0",
+        description="CIFAR-100, hierarchical Dirichlet over 100 clients (pFedMMA's script)",
+        protocol="classification",
+        tasks=(_cls_task("cifar100", "uoft-cs/cifar100", "CIFAR-100", "MIT", "Krizhevsky 2009",
+                         image_column="img", label_column="fine_label",
+                         coarse_column="coarse_label"),),
+        scenarios=(
+            ScenarioSpec("alpha0.3", "dirichlet_hierarchical",
+                         params={"num_clients": 100, "alpha_coarse": 0.3, "alpha_fine": 10.0}),
+            ScenarioSpec("flat-alpha0.3", "dirichlet",
+                         params={"num_clients": 100, "alpha": 0.3, "min_size": 10}),
+        ),
+        source_note="uoft-cs/cifar100", citation=PFEDMMA_CITATION)
+    return [c10, c100]
+
+
+# TAP (FLAVA setup): 8 datasets across 30 clients.
+TAP_TASKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    ("tiny-imagenet", "zh-plus/tiny-imagenet", "classification", "image classification",
+     ("accuracy",)),
+    ("cifar100", "uoft-cs/cifar100", "classification", "image classification", ("accuracy",)),
+    ("fashion-mnist", "zalando-datasets/fashion_mnist", "captioning",
+     "image reconstruction (64x64 RGB)", ("mse",)),
+    ("caltech256", "ilee0022/Caltech-256", "captioning", "image reconstruction", ("mse",)),
+    ("ag-news", "sh0416/ag_news", "classification", "text classification", ("accuracy",)),
+    ("mmlu", "cais/mmlu", "open_ended",
+     "professional_law, professional_medicine, moral_scenarios as text generation",
+     ("bertscore", "meteor")),
+    ("vqav2-small", "merve/vqav2-small", "open_ended", "VQA as text generation",
+     ("bertscore", "meteor")),
+    ("common-gen", "allenai/common_gen", "open_ended", "concepts to a sentence",
+     ("bertscore", "meteor")),
+)
+
+
+def tap_benchmark() -> BenchmarkSpec:
+    tasks = tuple(
+        TaskSpec(id=tid, source="hf-tap", source_args={"repo": hub}, subgroup="tap",
+                 answer_type=at, metrics=metrics, description=desc,
+                 num_images=(0, 1), licence="see source", citation=tid)
+        for tid, hub, at, desc, metrics in TAP_TASKS
+    )
+    return BenchmarkSpec(
+        name="tap", version="1.0",
+        description="TAP's multi-task multi-modal setup: 8 datasets over 30 clients (FLAVA)",
+        protocol="generation", tasks=tasks,
+        scenarios=(ScenarioSpec("flava-30", "iid",
+                                params={"num_clients": 30, "clients_per_round": 2}),),
+        source_note="Hub datasets listed per task", citation=TAP_CITATION)
+
+
+FEDILORA_TASKS = (
+    ("llava-recap-118k", "lmms-lab/LLaVA-ReCap-118K"),
+    ("sam-llava-20k", "unography/SAM-LLAVA-20k"),
+    ("llava-next-preference-20k", "battleMaster/llava-next-Preference-dataset-20k"),
+)
+
+
+def fedilora_benchmark() -> BenchmarkSpec:
+    tasks = tuple(
+        TaskSpec(id=tid, source="hf-llava-conversations", source_args={"repo": hub},
+                 subgroup="captioning", answer_type="captioning",
+                 metrics=("google_bleu", "rougeLsum"), description=f"{tid}: image to text",
+                 licence="see source", citation=tid)
+        for tid, hub in FEDILORA_TASKS
+    )
+    scen = [ScenarioSpec("quantity-skew", "quantity_skew",
+                         params={"num_clients": 10, "global_test": True})]
+    scen += [ScenarioSpec(f"missing{r}", "quantity_skew",
+                          params={"num_clients": 10, "global_test": True,
+                                  "missing_rate": r, "missing_mode": "per_sample"})
+             for r in (0.4, 0.6)]
+    return BenchmarkSpec(
+        name="fedilora", version="1.0",
+        description="FediLoRA: 3 image-to-text datasets, 10 clients with random sizes plus a "
+        "global test split, heterogeneous LoRA ranks, missing modalities",
+        protocol="generation", tasks=tasks, scenarios=tuple(scen),
+        source_note="Hub datasets listed per task", citation=FEDILORA_CITATION)

@@ -1,0 +1,220 @@
+"""The `drake` command line. Library errors become one clear line and a non-zero exit code."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from drake import __version__
+from drake.errors import DrakeError
+
+log = logging.getLogger("drake")
+
+# Packages that contribute subcommands through an `add_cli(subparsers)` function.
+PLUGINS = ("evaluators.cli", "leaderboard.cli")
+
+
+def _progress(desc: str):
+    from tqdm.auto import tqdm
+
+    def wrap(iterable, total):
+        return tqdm(iterable, total=total, desc=desc, unit="shard", file=sys.stderr,
+                    disable=None)
+
+    return wrap
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from drake.build import build
+    from drake.registry import get_benchmark
+
+    spec = get_benchmark(args.benchmark, size=args.size)
+    folder = build(spec, Path(args.out), seed=args.seed, num_proc=args.num_proc,
+                   image_size=args.image_size, overwrite=args.overwrite,
+                   progress=_progress(f"building {spec.name}"))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    print(f"built {spec.name} {spec.version} into {folder}: {manifest['total_rows']} samples in "
+          f"{len(manifest['tasks'])} tasks (seed {args.seed}); check it with `drake verify "
+          f"{folder}`")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from drake.verify import verify
+
+    report = verify(Path(args.dir))
+    if report.ok:
+        print(f"ok: {report.files_checked} files, {report.rows_checked} rows match "
+              f"{Path(args.dir) / 'manifest.json'}")
+        return 0
+    for problem in report.problems:
+        print(f"FAIL {problem}", file=sys.stderr)
+    print(f"{len(report.problems)} problem(s) in {args.dir}", file=sys.stderr)
+    return 1
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from drake.verify import load_manifest
+
+    manifest = load_manifest(Path(args.dir))
+    spec = manifest["spec"]
+    console = Console()
+    console.print(f"[bold]{manifest['benchmark']}[/bold] {manifest['version']} — "
+                  f"{spec['description']} (seed {manifest['seed']}, "
+                  f"{manifest['total_rows']} samples)")
+    groups = {t["id"]: t for t in spec["tasks"]}
+    table = Table("task", "group", "answer type", "train", "test", "images", "img/sample")
+    for task, splits in manifest["tasks"].items():
+        rows = sum(s["rows"] for s in splits.values())
+        images = sum(s["images"] for s in splits.values())
+        table.add_row(task, groups[task]["subgroup"], groups[task]["answer_type"],
+                      str(splits.get("train", {}).get("rows", 0)),
+                      str(splits.get("test", {}).get("rows", 0)), str(images),
+                      f"{images / rows:.2f}" if rows else "-")
+    console.print(table)
+    if spec["clients"]:
+        models = spec["model_mixes"].get(spec["default_mix"], [""] * len(spec["clients"]))
+        clients = Table("client", f"model ({spec['default_mix']})", "tasks")
+        for client, model in zip(spec["clients"], models):
+            clients.add_row(str(client["id"]), model, ", ".join(client["tasks"]))
+        console.print(clients)
+    if spec["unseen_tasks"]:
+        console.print("unseen tasks: " + ", ".join(spec["unseen_tasks"]))
+    if manifest.get("partitions"):
+        console.print("scenarios: " + ", ".join(sorted(manifest["partitions"])))
+    return 0
+
+
+def cmd_partition(args: argparse.Namespace) -> int:
+    from drake.registry import get_benchmark
+    from drake.scenarios import add_scenario, spec_from_manifest
+    from drake.specs import ScenarioSpec
+    from drake.verify import load_manifest
+
+    root = Path(args.dir)
+    if args.rule:
+        params = {}
+        for item in args.param:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"--param {item!r} must be KEY=VALUE, e.g. alpha=0.1")
+            try:
+                params[key] = json.loads(value)
+            except json.JSONDecodeError:
+                params[key] = value
+        scenario = ScenarioSpec(args.scenario, args.rule, order=args.order, rounds=args.rounds,
+                                rounds_per_task=args.rounds_per_task, params=params)
+    else:
+        spec = spec_from_manifest(load_manifest(root), get_benchmark)
+        scenario = spec.scenario(args.scenario)
+    entry = add_scenario(root, scenario, seed=args.seed, replace=args.replace)
+    counts = ", ".join(f"{k}: {v['assigned']}/{v['total']} assigned" for k, v in
+                       entry["counts"].items())
+    print(f"wrote {root / entry['file']} ({entry['clients']} clients; {counts})")
+    return 0
+
+
+def cmd_benchmarks(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from drake.registry import list_benchmarks
+
+    table = Table("benchmark", "version", "protocol", "tasks", "clients", "rows (declared)",
+                  "source")
+    for spec in list_benchmarks():
+        declared = sum(sum(t.caps.values()) for t in spec.tasks)
+        table.add_row(spec.name, spec.version, spec.protocol, str(len(spec.tasks)),
+                      str(len(spec.clients)) if spec.clients else "-",
+                      str(declared) if declared else "from source",
+                      ("offline: " if spec.offline else "") + spec.source_note)
+    Console(width=160).print(table)
+    return 0
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="drake", description="DRAKE: build, run and score personalized federated learning "
+        "benchmarks for multi-modal foundation models.")
+    parser.add_argument("--version", action="version", version=f"drake {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("build", help="build a benchmark into parquet with a checksummed manifest")
+    p.add_argument("--benchmark", default="drake",
+                   help="registered benchmark name (default: drake, the real benchmark, which "
+                   "needs the Hugging Face Hub; drake-synth builds offline)")
+    p.add_argument("--out", default="./data", help="parent folder (default ./data)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    p.add_argument("--num-proc", type=int, default=1, help="parallel worker processes")
+    p.add_argument("--size", default=None,
+                   help="size preset of a synthetic benchmark: tiny, small (default), medium, "
+                   "large")
+    p.add_argument("--image-size", type=int, default=64, help="side of generated images")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing build")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("verify", help="re-hash every shard of a build against its manifest")
+    p.add_argument("dir", help="a built benchmark folder (holds manifest.json)")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("info", help="tasks, clients, sizes and image counts of a build")
+    p.add_argument("dir", help="a built benchmark folder")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("partition", help="add a scenario (partition + stream) to a build "
+                       "without rebuilding its tasks")
+    p.add_argument("dir", help="a built benchmark folder")
+    p.add_argument("--scenario", required=True,
+                   help="a scenario the benchmark declares, or a new name with --rule")
+    p.add_argument("--rule", default=None, help="partition rule for a new scenario: by_task, "
+                   "iid, dirichlet, pathological, shard, by_domain, quantity_skew")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="rule parameter, e.g. --param alpha=0.1 --param num_clients=20")
+    p.add_argument("--order", default="static", choices=["static", "dynamic"])
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--rounds-per-task", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None, help="default: the build's seed")
+    p.add_argument("--replace", action="store_true", help="recompute an existing scenario")
+    p.set_defaults(func=cmd_partition)
+
+    p = sub.add_parser("benchmarks", help="list the registered benchmarks")
+    p.set_defaults(func=cmd_benchmarks)
+
+    for name in PLUGINS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:  # a package without a CLI part yet
+            log.debug("no CLI from %s: %s", name, exc)
+            continue
+        add = getattr(module, "add_cli", None)
+        if add is not None:
+            add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("drake: interrupted", file=sys.stderr)
+        return 130
+    except (DrakeError, ValueError, OSError) as exc:
+        print(f"drake: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Scenarios: cheap views over a built benchmark, saved as ``partitions/<scenario>.parquet``.
+
+A scenario is a partition rule (a function of ``partitioners``) plus a stream order. Tasks are
+stored once; each scenario is a small table with one row per assigned sample:
+
+``id`` (str), ``client`` (int, -1 for a shared/global evaluation row), ``split`` (train/test),
+``round`` (arrival round of a training sample, -1 for test rows), ``position`` (order of arrival
+within the client's stream, -1 for test rows) and ``missing`` (0 intact, 1 image missing,
+2 text missing, 3 both; see :class:`partitioners.MissingCode`; test rows are never masked).
+
+Rules for test rows
+-------------------
+* ``by_task`` (DRAKE, HFLB): a test sample belongs to the client that owns its task (Self);
+  other clients evaluate on it for Others.
+* label rules (``iid``, ``dirichlet``, ``dirichlet_hierarchical``, ``pathological``, ``shard``,
+  ``by_domain``): the test split is partitioned by the same rule, with ``seed + 1``.
+* ``pathological`` with ``base_only`` (base-to-novel): training uses base classes only; a test
+  sample of a base class belongs to that class's owner, a novel-class test sample to no client
+  (``client = -1``: the novel set every client is scored on).
+* ``quantity_skew`` with ``global_test``: the last subset of the train split and the whole test
+  split form the global test set (``client = -1``).
+
+Samples a rule leaves out (unseen and public tasks, novel-class training samples, classes no
+client drew) are counted per split in the manifest as ``unassigned``, so counts reconcile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import partitioners as P
+from drake.build import MANIFEST, sha256_file
+from drake.errors import BuildError, UnknownNameError
+from drake.specs import BenchmarkSpec, ScenarioSpec
+
+COLUMNS = ("id", "client", "split", "round", "position", "missing")
+RULES = ("by_task", "iid", "dirichlet", "dirichlet_hierarchical", "pathological", "shard",
+         "by_domain", "quantity_skew")
+
+PARTITION_SCHEMA = pa.schema([
+    ("id", pa.string()), ("client", pa.int64()), ("split", pa.string()),
+    ("round", pa.int64()), ("position", pa.int64()), ("missing", pa.int8()),
+])
+
+
+def read_columns(root: Path, manifest: dict[str, Any], split: str,
+                 columns: tuple[str, ...] = ("id", "task", "label", "domain")) -> pd.DataFrame:
+    """Metadata columns (no images) of one split, tasks in manifest order."""
+    frames = []
+    for splits in manifest["tasks"].values():
+        for shard in splits.get(split, {}).get("shards", []):
+            frames.append(pq.read_table(root / shard["file"], columns=list(columns)).to_pandas())
+    if not frames:
+        return pd.DataFrame({c: [] for c in columns})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _seed(scenario: ScenarioSpec, seed: int) -> int:
+    return int(scenario.params.get("seed", seed))
+
+
+def _label_parts(rule: str, params: Mapping[str, Any], frame: pd.DataFrame, seed: int):
+    labels = frame["label"].to_numpy(np.int64)
+    n_clients = params.get("num_clients")
+    if rule == "iid":
+        return P.iid(len(frame), n_clients, seed=seed)
+    if rule == "dirichlet":
+        return P.dirichlet(labels, n_clients, params["alpha"], seed=seed,
+                           min_size=params.get("min_size", 10))
+    if rule == "dirichlet_hierarchical":
+        return P.dirichlet_hierarchical(labels, frame["coarse"].to_numpy(np.int64), n_clients,
+                                        params["alpha_coarse"], params["alpha_fine"], seed=seed)
+    if rule == "pathological":
+        return P.pathological(labels, n_clients, params.get("classes_per_client"),
+                              mode=params.get("mode", "random"), seed=seed)
+    if rule == "shard":
+        return P.shard(labels, n_clients, params["shards_per_client"], seed=seed)
+    if rule == "by_domain":
+        return P.by_domain(frame["domain"].to_numpy(), labels, params["clients_per_domain"],
+                           params["alpha"], seed=seed, min_size=params.get("min_size", 2))
+    raise UnknownNameError(f"unknown partition rule {rule!r}; known: {', '.join(RULES)}")
+
+
+def _rows(frame: pd.DataFrame, parts: list[np.ndarray], split: str,
+          rounds: list[np.ndarray] | None = None,
+          positions: list[np.ndarray] | None = None,
+          missing: list[np.ndarray] | None = None) -> pd.DataFrame:
+    out = []
+    for c, idx in enumerate(parts):
+        idx = np.asarray(idx, dtype=np.int64)
+        out.append(pd.DataFrame({
+            "id": frame["id"].to_numpy()[idx],
+            "client": np.full(len(idx), c, dtype=np.int64),
+            "split": split,
+            "round": rounds[c] if rounds is not None else np.full(len(idx), -1, np.int64),
+            "position": positions[c] if positions is not None else np.full(len(idx), -1,
+                                                                           np.int64),
+            "missing": missing[c].astype(np.int8) if missing is not None
+            else np.zeros(len(idx), np.int8),
+        }))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=list(COLUMNS))
+
+
+def _global(frame: pd.DataFrame, idx: np.ndarray, split: str) -> pd.DataFrame:
+    idx = np.asarray(idx, dtype=np.int64)
+    return pd.DataFrame({"id": frame["id"].to_numpy()[idx], "client": -1, "split": split,
+                         "round": -1, "position": -1, "missing": np.zeros(len(idx), np.int8)})
+
+
+def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
+                    manifest: dict[str, Any], seed: int) -> pd.DataFrame:
+    """Compute the scenario's table (see the module docstring for the rules)."""
+    seed = _seed(scenario, seed)
+    params = dict(scenario.params)
+    rule = scenario.partition
+    want = ("id", "task", "label", "domain")
+    train = read_columns(root, manifest, "train", want)
+    test = read_columns(root, manifest, "test", want)
+    if rule in ("dirichlet_hierarchical",):
+        raise BuildError(f"scenario {scenario.name}: rule {rule} needs coarse labels, which "
+                         f"{spec.name} does not store")
+    if rule == "by_task":
+        client_tasks = [list(c.tasks) for c in spec.clients]
+        parts = P.by_task(train["task"].to_numpy(), client_tasks)
+        owner = {t: c for c, tasks in enumerate(client_tasks) for t in tasks}
+        test_idx = [np.flatnonzero(test["task"].map(owner).eq(c).to_numpy())
+                    for c in range(len(client_tasks))]
+        test_rows = _rows(test, test_idx, "test")
+        train_parts = parts
+        stream_kw = {"task_of_sample": train["task"].to_numpy(),
+                     "client_task_order": client_tasks}
+    elif rule == "quantity_skew":
+        subsets = P.quantity_skew(len(train), params["num_clients"], seed=seed,
+                                  global_test=bool(params.get("global_test", False)))
+        if params.get("global_test"):
+            train_parts = subsets[:-1]
+            test_rows = pd.concat([_global(train, subsets[-1], "test"),
+                                   _global(test, np.arange(len(test)), "test")],
+                                  ignore_index=True)
+        else:
+            train_parts = subsets
+            test_rows = _global(test, np.arange(len(test)), "test")
+        stream_kw = {}
+    elif rule == "pathological" and params.get("base_only"):
+        base, _novel = P.base_novel_split(np.unique(train["label"].to_numpy(np.int64)))
+        base_set = set(base.tolist())
+        in_base = train["label"].isin(base_set).to_numpy()
+        base_rows = np.flatnonzero(in_base)
+        sub = train.iloc[base_rows].reset_index(drop=True)
+        local = P.pathological(sub["label"].to_numpy(np.int64), params["num_clients"],
+                               mode="contiguous", seed=seed)
+        train_parts = [base_rows[p] for p in local]
+        owner = {int(lbl): c for c, p in enumerate(local)
+                 for lbl in np.unique(sub["label"].to_numpy()[p])}
+        test_owner = test["label"].map(lambda x: owner.get(int(x), -1)).to_numpy()
+        test_idx = [np.flatnonzero(test_owner == c) for c in range(params["num_clients"])]
+        test_rows = pd.concat([_rows(test, test_idx, "test"),
+                               _global(test, np.flatnonzero(test_owner == -1), "test")],
+                              ignore_index=True)
+        stream_kw = {}
+    else:
+        label_params = {k: v for k, v in params.items() if k != "seed"}
+        train_parts = _label_parts(rule, label_params, train, seed)
+        test_rows = _rows(test, _label_parts(rule, label_params, test, seed + 1), "test")
+        stream_kw = {}
+    if scenario.order == "dynamic":
+        st = P.stream(train_parts, order="dynamic", rounds=scenario.rounds,
+                      rounds_per_task=scenario.rounds_per_task, seed=seed, **stream_kw)
+    else:
+        st = P.stream(train_parts, order="static", rounds=max(1, scenario.rounds), seed=seed)
+    missing = None
+    if params.get("missing_rate"):
+        missing = P.missing_modality([len(p) for p in train_parts], params["missing_rate"],
+                                     seed=seed, mode=params.get("missing_mode", "per_sample"))
+    train_rows = _rows(train, train_parts, "train", st.rounds, st.positions, missing)
+    table = pd.concat([train_rows, test_rows], ignore_index=True)
+    return table.astype({"client": "int64", "round": "int64", "position": "int64",
+                         "missing": "int8"})
+
+
+def write_scenario(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
+                   manifest: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Write ``partitions/<name>.parquet`` under ``root``; return its manifest entry."""
+    table = partition_table(spec, scenario, root, manifest, seed)
+    if table["id"].duplicated().any():
+        dup = table.loc[table["id"].duplicated(), "id"].iloc[0]
+        raise BuildError(f"scenario {scenario.name}: sample {dup!r} assigned twice")
+    rel = f"partitions/{scenario.name}.parquet"
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    arrow = pa.Table.from_pandas(table[list(COLUMNS)], schema=PARTITION_SCHEMA,
+                                 preserve_index=False)
+    pq.write_table(arrow, tmp, compression="zstd")
+    digest = sha256_file(tmp)
+    os.replace(tmp, path)
+    counts = {}
+    for split in ("train", "test"):
+        total = sum(t.get(split, {}).get("rows", 0) for t in manifest["tasks"].values())
+        assigned = int((table["split"] == split).sum())
+        counts[split] = {"total": total, "assigned": assigned, "unassigned": total - assigned}
+    return {"file": rel, "rows": len(table), "sha256": digest, "seed": _seed(scenario, seed),
+            "scenario": scenario.to_dict(), "counts": counts,
+            "clients": int(table.loc[table["client"] >= 0, "client"].max() + 1)
+            if (table["client"] >= 0).any() else 0}
+
+
+def add_scenario(root: Path, scenario: ScenarioSpec, *, seed: int | None = None,
+                 replace: bool = False) -> dict[str, Any]:
+    """Add a scenario to a built folder without rebuilding its tasks; rewrites the manifest.
+
+    The manifest is replaced atomically, after the partition file is in place.
+    """
+    from drake.registry import get_benchmark
+    from drake.specs import BenchmarkSpec as _Spec  # noqa: F401  (type only)
+    from drake.verify import load_manifest
+
+    root = Path(root)
+    manifest = load_manifest(root)
+    if scenario.name in manifest.get("partitions", {}) and not replace:
+        raise BuildError(f"{root} already has scenario {scenario.name!r}; pass --replace to "
+                         f"recompute it")
+    spec = spec_from_manifest(manifest, get_benchmark)
+    entry = write_scenario(spec, scenario, root, manifest,
+                           manifest["seed"] if seed is None else seed)
+    manifest.setdefault("partitions", {})[scenario.name] = entry
+    tmp = root / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, root / MANIFEST)
+    return entry
+
+
+def spec_from_manifest(manifest: dict[str, Any], get_benchmark) -> BenchmarkSpec:
+    """The registered spec a build was made from, checked against the manifest's fingerprint."""
+    name = manifest["benchmark"]
+    sizes = [None]
+    from drake.catalog.synth import SIZES
+    from drake.registry import SYNTHETIC
+
+    if name in SYNTHETIC:
+        sizes = list(SIZES)
+    for size in sizes:
+        spec = get_benchmark(name, size=size)
+        if spec.fingerprint() == manifest["spec_sha256"]:
+            return spec
+    raise BuildError(f"the spec of {name} in this suite differs from the one the folder was "
+                     f"built with (spec_sha256 {manifest['spec_sha256'][:12]}…); rebuild it")
+
+
+def manifest_sha256(root: Path) -> str:
+    """sha256 of a build's manifest.json bytes: the identity that results and entries cite."""
+    return hashlib.sha256((Path(root) / MANIFEST).read_bytes()).hexdigest()
