@@ -1,0 +1,15 @@
+"""The baseline zoo: one module per federated method, all on the Method API (baselines.base)."""
+
+from baselines import ditto, fedavg, feddpa, fedsim, perfedavg, sft  # noqa: F401  (registration)
+from baselines.base import (
+    AdapterConfig,
+    ClientInfo,
+    Method,
+    Payload,
+    get_method,
+    method_names,
+    weighted_average,
+)
+
+__all__ = ["AdapterConfig", "ClientInfo", "Method", "Payload", "get_method", "method_names",
+           "weighted_average"]

@@ -1,0 +1,267 @@
+"""The Method API: what a federated method computes, separate from the runtime that runs it.
+
+A method is a handful of hooks, in the spirit of pfl-research's algorithm/backend split:
+
+* :meth:`Method.adapters` — the named adapters each client model carries (``{"local": ...}`` or
+  ``{"global": ..., "personal": ...}``).
+* :meth:`Method.receive` — load the server's message into a client.
+* :meth:`Method.local_train` — train on the client's stream for a step budget and return an
+  :class:`Payload` upload.
+* :meth:`Method.aggregate` — turn the uploads into one message per client (personalised
+  messages are the norm).
+* :meth:`Method.before_eval` / :meth:`Method.after_eval` — optional personalisation around
+  evaluation (Per-FedAvg's one-step adaptation), and :meth:`Method.post_fl`.
+* :meth:`Method.eval_adapters` / :meth:`Method.predict` — which adapters answer at inference.
+
+Methods never touch files, clocks or processes: the runtime hands them a :class:`ClientHandle`
+(model, optimiser and data for one client) and plain tensors. Uploads and messages are
+:class:`Payload` objects — named tensors per adapter plus JSON-able metadata — which map one to
+one onto Flower's ``ArrayRecord`` / ``ConfigRecord``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import torch
+
+from drake.errors import UnknownNameError
+
+State = dict[str, torch.Tensor]
+
+
+@dataclass
+class Payload:
+    """Named tensors per adapter plus JSON-able metadata: an upload or a message."""
+
+    tensors: dict[str, State] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        """Bytes on the wire (tensor payload only)."""
+        return sum(t.numel() * t.element_size() for s in self.tensors.values()
+                   for t in s.values())
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """A LoRA adapter a method asks for; ``None`` fields take the model zoo's defaults."""
+
+    r: int | None = None
+    alpha: int | None = None
+    dropout: float | None = None
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """What the server knows of a client: id, architecture, samples seen."""
+
+    id: int
+    arch: str
+    num_samples: int
+
+
+class ClientHandle(Protocol):
+    """One client's view of its model, optimisers and data during a round (runtime-provided)."""
+
+    id: int
+    arch: str
+    round: int
+    steps: int
+    num_samples: int
+
+    def get(self, adapter: str) -> State: ...
+
+    def set(self, adapter: str, state: Mapping[str, torch.Tensor]) -> None: ...
+
+    def params(self, adapter: str) -> list[torch.nn.Parameter]: ...
+
+    def next_batch(self) -> dict[str, torch.Tensor]: ...
+
+    def loss(self, batch: Mapping[str, torch.Tensor], adapters: Sequence[str],
+             weights: Sequence[float] | None = None) -> torch.Tensor: ...
+
+    def step(self, adapter: str | Sequence[str], loss: torch.Tensor,
+             reset_to: Mapping[str, torch.Tensor] | None = None) -> None:
+        """Backward ``loss`` and take one optimiser step on the adapter(s).
+
+        With ``reset_to``, the adapter is set to that state after the backward pass and before
+        the step: the gradient taken at the current point is applied at ``reset_to``
+        (first-order MAML / Per-FedAvg).
+        """
+
+    def hidden(self, samples: Sequence[Mapping[str, Any]], adapters: Sequence[str]) -> torch.Tensor:
+        ...
+
+    def train_samples(self, k: int) -> list[Mapping[str, Any]]: ...
+
+
+class Method(ABC):
+    """Base class of every federated method. Subclasses set ``name`` and override hooks.
+
+    Parameters
+    ----------
+    lr : float
+        Learning rate of the adapters' optimiser.
+    **hparams
+        Method-specific hyper-parameters; all are recorded in results.
+    """
+
+    name: ClassVar[str] = ""
+    #: Local steps relative to SFT at equal compute (FedMosaic's NUM_ITER / 100).
+    compute_ratio: ClassVar[float] = 1.0
+    #: Architecture groups: parameter averaging happens only inside a group.
+    group_by_arch: ClassVar[bool] = True
+
+    def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
+        self.lr = lr
+        self.hparams = {"lr": lr, **hparams}
+
+    # --- client side -------------------------------------------------------------------------
+    def adapters(self) -> dict[str, AdapterConfig]:
+        return {"local": AdapterConfig()}
+
+    def eval_adapters(self) -> dict[str, float]:
+        """Adapters active at inference, with their weights."""
+        return {next(iter(self.adapters())): 1.0}
+
+    def receive(self, client: ClientHandle, message: Payload) -> None:
+        """Load a server message: by default, each adapter state it carries replaces the client's."""
+        for adapter, state in message.tensors.items():
+            client.set(adapter, state)
+
+    @abstractmethod
+    def local_train(self, client: ClientHandle) -> Payload:
+        """Train on the client's stream for ``client.steps`` steps; return the upload."""
+
+    def before_eval(self, client: ClientHandle) -> None:
+        """Called before a client is evaluated (after its local training)."""
+
+    def predict(self, client: ClientHandle, samples: Sequence[Mapping[str, Any]], answer):
+        """Answer ``samples``; ``answer(samples, {adapter: weight})`` is the runtime's scorer."""
+        return answer(samples, self.eval_adapters())
+
+    def after_eval(self, client: ClientHandle) -> None:
+        """Called after a client is evaluated; undo what before_eval changed."""
+
+    def post_fl(self, client: ClientHandle) -> None:
+        """Optional stage after the last round (TAP's post-FL distillation)."""
+
+    # --- server side -------------------------------------------------------------------------
+    @abstractmethod
+    def aggregate(self, uploads: Mapping[int, Payload], clients: Mapping[int, ClientInfo],
+                  round: int) -> dict[int, Payload]:
+        """One message per client that should receive one this round."""
+
+    def server_state(self) -> dict[str, torch.Tensor]:
+        """Tensors the server keeps between rounds (checkpointed by the runtime)."""
+        return {}
+
+    def load_server_state(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Restore :meth:`server_state` after a resume."""
+
+    # --- shared pieces -----------------------------------------------------------------------
+    def train_adapter(self, client: ClientHandle, adapter: str, steps: int,
+                      extra=None) -> float:
+        """Plain CE training of one adapter for ``steps`` steps; ``extra(client)`` adds a term.
+
+        Returns the mean loss over the steps (0 when ``steps`` is 0).
+        """
+        total = 0.0
+        for _ in range(steps):
+            loss = client.loss(client.next_batch(), [adapter])
+            if extra is not None:
+                loss = loss + extra(client)
+            client.step(adapter, loss)
+            total += float(loss.detach())
+        return total / steps if steps else 0.0
+
+
+def weighted_average(states: Sequence[State], weights: Sequence[float]) -> State:
+    """Σ_k w_k θ_k / Σ_k w_k, key by key (states must share keys and shapes).
+
+    Raises
+    ------
+    ValueError
+        On an empty list, mismatched keys or shapes, or non-positive total weight.
+    """
+    if not states:
+        raise ValueError("weighted_average needs at least one state")
+    if len(states) != len(weights):
+        raise ValueError(f"{len(states)} states but {len(weights)} weights")
+    total = float(sum(weights))
+    if total <= 0:
+        raise ValueError(f"weights must add up to a positive number, got {list(weights)}")
+    keys = set(states[0])
+    out: State = {}
+    for i, s in enumerate(states):
+        if set(s) != keys:
+            raise ValueError(f"state {i} has keys {sorted(set(s) ^ keys)[:3]} the others lack; "
+                             f"only identical architectures can be averaged")
+    for key in sorted(keys):
+        ref = states[0][key]
+        acc = torch.zeros_like(ref, dtype=torch.float64)
+        for s, w in zip(states, weights):
+            if s[key].shape != ref.shape:
+                raise ValueError(f"{key}: shape {tuple(s[key].shape)} != {tuple(ref.shape)}")
+            acc += s[key].to(torch.float64) * (w / total)
+        out[key] = acc.to(ref.dtype)
+    return out
+
+
+def group_by_arch(clients: Iterable[ClientInfo]) -> dict[str, list[int]]:
+    """Client ids per architecture, in id order."""
+    groups: dict[str, list[int]] = {}
+    for info in sorted(clients, key=lambda c: c.id):
+        groups.setdefault(info.arch, []).append(info.id)
+    return groups
+
+
+def average_within_groups(uploads: Mapping[int, Payload], clients: Mapping[int, ClientInfo],
+                          adapter: str) -> dict[str, State]:
+    """Data-size-weighted average of ``adapter`` within each architecture group (FedIT)."""
+    out = {}
+    for arch, ids in group_by_arch(clients[i] for i in uploads).items():
+        states = [uploads[i].tensors[adapter] for i in ids]
+        out[arch] = weighted_average(states, [max(clients[i].num_samples, 1) for i in ids])
+    return out
+
+
+def proximal(params: Sequence[torch.nn.Parameter], anchor: Sequence[torch.Tensor],
+             lam: float) -> torch.Tensor:
+    """(λ/2) Σ ‖p − a‖², the proximal pull of FedProx and Ditto."""
+    total = torch.zeros(())
+    for p, a in zip(params, anchor, strict=True):
+        total = total + ((p - a) ** 2).sum()
+    return 0.5 * lam * total
+
+
+# --- registry ---------------------------------------------------------------------------------
+_REGISTRY: dict[str, type[Method]] = {}
+
+
+def register(cls: type[Method]) -> type[Method]:
+    """Class decorator: make a method available by its ``name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"method name {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def method_names() -> list[str]:
+    import baselines  # noqa: F401  (registers every built-in method)
+
+    return sorted(_REGISTRY)
+
+
+def get_method(name: str) -> type[Method]:
+    names = method_names()
+    if name not in _REGISTRY:
+        raise UnknownNameError(f"unknown method {name!r}; `drake methods` lists them: "
+                               f"{', '.join(names)}")
+    return _REGISTRY[name]
