@@ -16,7 +16,7 @@ from drake.errors import DrakeError
 log = logging.getLogger("drake")
 
 # Packages that contribute subcommands through an `add_cli(subparsers)` function.
-PLUGINS = ("evaluators.cli", "leaderboard.cli")
+PLUGINS = ("evaluators.cli", "leaderboard.cli", "drake.models.cli")
 
 
 def _progress(desc: str):
@@ -140,6 +140,71 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_methods(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from baselines import get_method, method_names
+
+    table = Table("method", "adapters", "steps vs SFT", "about")
+    for name in method_names():
+        cls = get_method(name)
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        table.add_row(name, ", ".join(cls().adapters()), f"{cls.compute_ratio:g}", doc)
+    Console(width=160).print(table)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from baselines import get_method
+    from drake.runtime import LocalRuntime, RunConfig
+
+    get_method(args.method)  # fail fast on an unknown name
+    root = Path(args.data) / args.benchmark if args.benchmark else Path(args.data)
+    if not (root / "manifest.json").exists():
+        raise DrakeError(f"{root} holds no built benchmark (no manifest.json); build it with "
+                         f"`drake build --benchmark {args.benchmark or 'drake-synth'} --out "
+                         f"{args.data}`")
+    hparams = {}
+    for item in args.hp:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--hp {item!r} must be KEY=VALUE, e.g. lam=0.01")
+        hparams[key] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
+    out = args.out or str(Path("runs") / f"{root.name}-{args.scenario}-{args.method}-s{args.seed}")
+    cfg = RunConfig(data=str(root), scenario=args.scenario, method=args.method, out=out,
+                    seed=args.seed, rounds=args.rounds, local_steps=args.local_steps,
+                    compute_budget=args.compute_budget, batch_size=args.batch_size, lr=args.lr,
+                    eval_every=args.eval_every, eval_per_task=args.eval_per_task,
+                    frac=args.frac, mc_scoring=args.mc_scoring, model_mix=args.model_mix,
+                    pretrained=not args.untrained, model_cache=args.model_cache,
+                    on_client_error=args.on_client_error, method_hparams=hparams)
+    runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
+    results = runtime.run()
+    m = results["metrics"]
+    table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
+                  title=f"{results['benchmark']['name']} / {results['scenario']['name']} "
+                  f"(seed {args.seed})")
+    table.add_row(args.method, *(f"{m[k]:.2f}" for k in ("self_a_last", "self_a_auc",
+                                                        "others_a_last", "others_a_auc")))
+    Console().print(table)
+    print(f"results: {Path(out) / 'results.json'}")
+    return 0
+
+
+def _progress_rounds(desc: str):
+    from tqdm.auto import tqdm
+
+    def wrap(iterable, total):
+        return tqdm(iterable, total=total, desc=desc, unit="round", file=sys.stderr,
+                    disable=None)
+
+    return wrap
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="drake", description="DRAKE: build, run and score personalized federated learning "
@@ -185,6 +250,39 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="default: the build's seed")
     p.add_argument("--replace", action="store_true", help="recompute an existing scenario")
     p.set_defaults(func=cmd_partition)
+
+    p = sub.add_parser("eval", help="run a federated method on a built benchmark scenario")
+    p.add_argument("--method", required=True, help="a method name (`drake methods`)")
+    p.add_argument("--data", default="./data", help="the --out folder of `drake build`, or a "
+                   "built benchmark folder")
+    p.add_argument("--benchmark", default=None,
+                   help="benchmark folder under --data (e.g. drake-synth)")
+    p.add_argument("--scenario", default="dynamic", help="a scenario of the build")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="runtime rounds (the scenario's stream is mapped onto them)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--local-steps", type=int, default=None,
+                   help="local steps per round (default: matched to --compute-budget)")
+    p.add_argument("--compute-budget", type=int, default=20,
+                   help="SFT-equivalent local steps; each method gets its compute-matched share")
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--eval-every", type=int, default=1)
+    p.add_argument("--eval-per-task", type=int, default=20,
+                   help="test samples per task at each evaluation point")
+    p.add_argument("--frac", type=float, default=1.0, help="fraction of clients per round")
+    p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")
+    p.add_argument("--model-mix", default=None, help="a model mix of the benchmark")
+    p.add_argument("--model-cache", default=None, help="where pretrained tiny models live")
+    p.add_argument("--untrained", action="store_true", help="use randomly initialised models")
+    p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
+    p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
+                   help="method hyper-parameter, e.g. --hp lam=0.01")
+    p.add_argument("--out", default=None, help="run directory (resumed if it holds a checkpoint)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("methods", help="list the federated methods")
+    p.set_defaults(func=cmd_methods)
 
     p = sub.add_parser("benchmarks", help="list the registered benchmarks")
     p.set_defaults(func=cmd_benchmarks)
