@@ -150,7 +150,7 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         else:
             train_parts = subsets
             test_rows = _global(test, np.arange(len(test)), "test")
-        stream_kw = {}
+        stream_kw = {"task_of_sample": train["task"].to_numpy()}
     elif rule == "pathological" and params.get("base_only"):
         base, _novel = P.base_novel_split(np.unique(train["label"].to_numpy(np.int64)))
         base_set = set(base.tolist())
@@ -172,7 +172,7 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         label_params = {k: v for k, v in params.items() if k != "seed"}
         train_parts = _label_parts(rule, label_params, train, seed)
         test_rows = _rows(test, _label_parts(rule, label_params, test, seed + 1), "test")
-        stream_kw = {}
+        stream_kw = {"task_of_sample": train["task"].to_numpy()}
     if scenario.order == "dynamic":
         st = P.stream(train_parts, order="dynamic", rounds=scenario.rounds,
                       rounds_per_task=scenario.rounds_per_task, seed=seed, **stream_kw)
