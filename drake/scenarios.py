@@ -167,7 +167,7 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         test_rows = pd.concat([_rows(test, test_idx, "test"),
                                _global(test, np.flatnonzero(test_owner == -1), "test")],
                               ignore_index=True)
-        stream_kw = {}
+        stream_kw = {"task_of_sample": train["task"].to_numpy()}
     else:
         label_params = {k: v for k, v in params.items() if k != "seed"}
         train_parts = _label_parts(rule, label_params, train, seed)
