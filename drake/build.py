@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import math
+import multiprocessing as mp
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -248,7 +249,8 @@ def _run(spec, source, todo, partial, num_proc, progress):
     if num_proc <= 1:
         gen = (_write_shard(spec, source, p, str(partial)) for p in items)
     else:
-        pool = ProcessPoolExecutor(max_workers=num_proc)
+        # spawn, not fork: forking a process that already runs Arrow's thread pool can deadlock
+        pool = ProcessPoolExecutor(max_workers=num_proc, mp_context=mp.get_context("spawn"))
         futures = [pool.submit(_write_shard, spec, source, p, str(partial)) for p in items]
         gen = _results_then_shutdown(pool, futures)
     yield from (progress(gen, len(todo)) if progress else gen)

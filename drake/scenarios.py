@@ -13,7 +13,8 @@ Rules for test rows
 * ``by_task`` (DRAKE, HFLB): a test sample belongs to the client that owns its task (Self);
   other clients evaluate on it for Others.
 * label rules (``iid``, ``dirichlet``, ``dirichlet_hierarchical``, ``pathological``, ``shard``,
-  ``by_domain``): the test split is partitioned by the same rule, with ``seed + 1``.
+  ``by_domain``): the test split is partitioned by the same rule, with ``seed + 1`` and a
+  minimum of one test sample per client (``min_size`` is for training sets).
 * ``pathological`` with ``base_only`` (base-to-novel): training uses base classes only; a test
   sample of a base class belongs to that class's owner, a novel-class test sample to no client
   (``client = -1``: the novel set every client is scored on).
@@ -171,7 +172,9 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     else:
         label_params = {k: v for k, v in params.items() if k != "seed"}
         train_parts = _label_parts(rule, label_params, train, seed)
-        test_rows = _rows(test, _label_parts(rule, label_params, test, seed + 1), "test")
+        # the test split is smaller: ask only for a non-empty local test set per client
+        test_params = {**label_params, "min_size": min(1, label_params.get("min_size", 1))}
+        test_rows = _rows(test, _label_parts(rule, test_params, test, seed + 1), "test")
         stream_kw = {"task_of_sample": train["task"].to_numpy()}
     if scenario.order == "dynamic":
         st = P.stream(train_parts, order="dynamic", rounds=scenario.rounds,

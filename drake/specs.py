@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import Any
 
 from drake.errors import SchemaError
@@ -20,8 +20,38 @@ PROTOCOLS = ("self_others", "base_novel", "generation", "classification")
 SPLITS = ("train", "test")
 
 
-def _frozen(mapping: dict[str, Any] | None) -> MappingProxyType:
-    return MappingProxyType(dict(mapping or {}))
+class FrozenMap(Mapping):
+    """A read-only mapping that pickles (specs cross process boundaries in parallel builds)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        self._data = dict(data or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(other) == self._data
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self._data, sort_keys=True, default=str))
+
+    def __reduce__(self):
+        return (FrozenMap, (self._data,))
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> FrozenMap:
+    return FrozenMap(mapping)
 
 
 def _plain(obj: Any) -> dict[str, Any]:
@@ -29,7 +59,7 @@ def _plain(obj: Any) -> dict[str, Any]:
     out = {}
     for f in fields(obj):
         value = getattr(obj, f.name)
-        if isinstance(value, MappingProxyType):
+        if isinstance(value, Mapping):
             value = dict(value)
         elif isinstance(value, tuple):
             value = list(value)
@@ -78,10 +108,10 @@ class TaskSpec:
     metrics: tuple[str, ...]
     description: str
     num_images: tuple[int, int] = (1, 1)
-    source_args: MappingProxyType = field(default_factory=lambda: _frozen({}))
+    source_args: FrozenMap = field(default_factory=lambda: _frozen({}))
     prompt_template: str = ""
     split_rule: str = "official"
-    caps: MappingProxyType = field(default_factory=lambda: _frozen({}))
+    caps: FrozenMap = field(default_factory=lambda: _frozen({}))
     licence: str = "see source"
     citation: str = ""
     twin_of: str | None = None
@@ -140,7 +170,7 @@ class ScenarioSpec:
     order: str = "static"
     rounds: int = 1
     rounds_per_task: int | None = None
-    params: MappingProxyType = field(default_factory=lambda: _frozen({}))
+    params: FrozenMap = field(default_factory=lambda: _frozen({}))
 
     def __post_init__(self) -> None:
         if self.order not in ("static", "dynamic"):
@@ -169,7 +199,7 @@ class BenchmarkSpec:
     clients: tuple[ClientSpec, ...] = ()
     unseen_tasks: tuple[str, ...] = ()
     public_tasks: tuple[str, ...] = ()
-    model_mixes: MappingProxyType = field(default_factory=lambda: _frozen({}))
+    model_mixes: FrozenMap = field(default_factory=lambda: _frozen({}))
     default_mix: str = ""
     scenarios: tuple[ScenarioSpec, ...] = ()
     offline: bool = False

@@ -21,6 +21,9 @@ SIZES: dict[str, dict[str, int]] = {
     "large": {"train": 2000, "test": 400, "public": 20000},
 }
 DEFAULT_SIZE = "small"
+# synth-cls: (train, test) samples per class; labels are balanced by index.
+CLS_PER_CLASS: dict[str, tuple[int, int]] = {
+    "tiny": (4, 2), "small": (16, 4), "medium": (40, 10), "large": (100, 20)}
 SYNTH_CITATION = "drake-synth, the procedural offline twin of DRAKE (this suite)"
 
 
@@ -68,12 +71,15 @@ def drake_synth_benchmark(size: str = DEFAULT_SIZE) -> BenchmarkSpec:
 
 
 def synth_cls_benchmark(size: str = DEFAULT_SIZE) -> BenchmarkSpec:
+    from drake.synth import SYNTH_CLS_CLASSES
+
     task = _synth_tasks()["synth-cls"]
-    rows = SIZES[size]
+    train, test = CLS_PER_CLASS[size]
     spec = _spec(task, size)
     spec = TaskSpec(**{**spec.to_dict(), "num_images": tuple(spec.num_images),
                        "metrics": tuple(spec.metrics),
-                       "caps": {"train": rows["train"] * 25, "test": rows["test"] * 25}})
+                       "caps": {"train": train * len(SYNTH_CLS_CLASSES),
+                                "test": test * len(SYNTH_CLS_CLASSES)}})
     return BenchmarkSpec(
         name="synth-cls", version="1.0",
         description="Synthetic classification (shape x colour x fill classes, several domains):"

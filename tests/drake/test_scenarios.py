@@ -1,0 +1,103 @@
+"""Scenarios materialised at build time and added later with `drake partition`."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from drake.build import build
+from drake.cli import main
+from drake.errors import BuildError
+from drake.registry import get_benchmark
+from drake.scenarios import add_scenario, read_columns
+from drake.specs import ScenarioSpec
+from drake.verify import verify
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    return build(get_benchmark("drake-synth", size="tiny"), tmp_path_factory.mktemp("s"), seed=3)
+
+
+@pytest.fixture(scope="module")
+def cls(tmp_path_factory):
+    return build(get_benchmark("synth-cls", size="tiny"), tmp_path_factory.mktemp("c"), seed=3)
+
+
+def table(folder, name):
+    return pq.read_table(folder / "partitions" / f"{name}.parquet").to_pandas()
+
+
+def test_dynamic_scenario_follows_client_task_order(synth):
+    spec = get_benchmark("drake-synth", size="tiny")
+    m = json.loads((synth / "manifest.json").read_text())
+    assert set(m["partitions"]) == {"dynamic", "static"}
+    t = table(synth, "dynamic")
+    train = t[t.split == "train"]
+    task_of = dict(zip(*read_columns(synth, m, "train", ("id", "task")).values.T))
+    for c, client in enumerate(spec.clients):
+        rows = train[train.client == c].sort_values("position")
+        tasks = [task_of[i] for i in rows.id]
+        # 4 tasks x 5 rounds: task k occupies rounds 5k..5k+4, in the client's task order
+        for k, task in enumerate(client.tasks):
+            rounds = rows.loc[[tk == task for tk in tasks], "round"]
+            assert rounds.between(5 * k, 5 * k + 4).all() and len(rounds) == 24
+        assert list(rows["position"]) == list(range(len(rows)))
+    counts = m["partitions"]["dynamic"]["counts"]
+    # unseen and public tasks are not assigned, and the counts say so
+    assert counts["train"]["assigned"] == 40 * 24
+    assert counts["train"]["assigned"] + counts["train"]["unassigned"] == counts["train"]["total"]
+    test = t[t.split == "test"]
+    assert (test["round"] == -1).all() and len(test) == 40 * 8
+
+
+def test_static_scenario_spreads_all_tasks_over_rounds(synth):
+    t = table(synth, "static")
+    train = t[(t.split == "train") & (t.client == 0)]
+    assert sorted(train["round"].unique()) == list(range(20))
+
+
+def test_label_scenarios_on_synth_cls(cls):
+    m = json.loads((cls / "manifest.json").read_text())
+    assert {"iid", "alpha0.3", "pathological-k2", "base2novel", "by-domain"} <= set(m["partitions"])
+    labels = read_columns(cls, m, "train", ("id", "label"))
+    lab = dict(zip(labels.id, labels.label))
+    b2n = table(cls, "base2novel")
+    train = b2n[b2n.split == "train"]
+    classes = sorted(set(labels.label))
+    base = set(classes[: (len(classes) + 1) // 2])
+    assert {lab[i] for i in train.id} <= base
+    # every base class has exactly one owner
+    owners = train.assign(label=[lab[i] for i in train.id]).groupby("label").client.nunique()
+    assert (owners == 1).all()
+    test = b2n[b2n.split == "test"]
+    assert (test.client == -1).any()  # novel-class test rows belong to no client
+
+
+def test_drake_partition_adds_a_scenario_without_rebuilding(cls, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(cls, tmp_path / "c")
+    shards_before = {p: p.stat().st_mtime_ns for p in (folder / "tasks").rglob("*.parquet")}
+    rc = main(["partition", str(folder), "--scenario", "alpha0.05", "--rule", "dirichlet",
+               "--param", "alpha=0.05", "--param", "num_clients=5", "--param", "min_size=2"])
+    assert rc == 0
+    assert verify(folder).ok
+    assert shards_before == {p: p.stat().st_mtime_ns for p in (folder / "tasks").rglob("*.parquet")}
+    t = table(folder, "alpha0.05")
+    assert sorted(t.client.unique()) == list(range(5))
+    with pytest.raises(BuildError, match="--replace"):
+        add_scenario(folder, ScenarioSpec("alpha0.05", "dirichlet",
+                                          params={"alpha": 0.05, "num_clients": 5}))
+
+
+def test_scenario_tables_are_deterministic(synth, tmp_path):
+    again = build(get_benchmark("drake-synth", size="tiny"), tmp_path, seed=3)
+    for name in ("dynamic", "static"):
+        a = (synth / "partitions" / f"{name}.parquet").read_bytes()
+        b = (again / "partitions" / f"{name}.parquet").read_bytes()
+        assert a == b
+    t = table(again, "static")
+    train = t[t.split == "train"]
+    for _, rows in train.groupby("client"):
+        assert sorted(rows.position) == list(range(len(rows)))
