@@ -1,0 +1,413 @@
+"""One frozen base model with its tokenizer, chat format and image transform.
+
+A :class:`ModelBundle` is what the federated runtime holds once per architecture and shares
+between all clients of that architecture: clients differ only in the adapters swapped into the
+bundle's model. The bundle turns schema samples into tensors and back:
+
+* :meth:`ModelBundle.collate` builds a batch. The prompt is wrapped in the model's chat format,
+  every ``<image>`` placeholder becomes ``image_seq_length`` image tokens (the slots LLaVA fills
+  with projected patch features), and with ``train=True`` the answer and end-of-sequence token
+  follow, with the loss restricted to them;
+* :meth:`ModelBundle.loss` is the mean token cross-entropy over the answer tokens;
+* :meth:`ModelBundle.generate` decodes greedily and returns the answer text;
+* :meth:`ModelBundle.choice_logliks` scores each offered option by the summed log-probability of
+  its tokens as the answer, as lm-evaluation-harness does for multiple choice;
+* :meth:`ModelBundle.last_hidden` returns the last-layer state of the last prompt token, the
+  instance feature FedDPA's dynamic weighting uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers import GenerationConfig
+
+from drake.errors import SchemaError
+from drake.models.zoo import ModelInfo
+
+__all__ = ["ChatFormat", "ModelBundle", "IGNORE_INDEX"]
+
+IGNORE_INDEX = -100
+IMAGE_PLACEHOLDER = "<image>"
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """How a prompt and an answer become one token sequence.
+
+    The model sees ``[bos] prefix + prompt + suffix`` and, when training, ``answer_prefix +
+    answer`` followed by the end-of-sequence token.
+    """
+
+    prefix: str = "USER: "
+    suffix: str = " ASSISTANT:"
+    answer_prefix: str = " "
+    add_bos: bool = True
+
+
+@dataclass
+class _Encoded:
+    ids: list[int]
+    labels: list[int]
+    images: list[Any]
+
+
+class ModelBundle:
+    """A base model, its tokenizer and the glue between schema samples and tensors.
+
+    Parameters
+    ----------
+    name : str
+        Zoo name of the model.
+    info : ModelInfo
+        Its zoo entry.
+    model : torch.nn.Module
+        A LLaVA-style ``...ForConditionalGeneration`` (or a peft model wrapping one).
+    tokenizer : PreTrainedTokenizerBase
+        Must map ``image_token`` to ``image_token_id`` as a single token.
+    image_size : int
+        Side of the square images the vision tower takes.
+    image_seq_length : int
+        Image tokens per ``<image>`` placeholder.
+    image_token_id : int
+        Id of the image token in the model's vocabulary.
+    pixel_fn : callable
+        ``pixel_fn(images) -> Tensor[N, 3, image_size, image_size]`` for a list of schema images.
+    chat : ChatFormat
+        The chat wrapping.
+    image_token : str
+        The tokenizer's spelling of the image token (``<image>`` for every model of the zoo);
+        placeholders in prompts are rewritten to it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        info: ModelInfo,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        *,
+        image_size: int,
+        image_seq_length: int,
+        image_token_id: int,
+        pixel_fn: Callable[[Sequence[Any]], torch.Tensor],
+        chat: ChatFormat | None = None,
+        image_token: str = IMAGE_PLACEHOLDER,
+    ) -> None:
+        self.name = name
+        self.info = info
+        self.model = model
+        self.tokenizer = tokenizer
+        self.image_size = int(image_size)
+        self.image_seq_length = int(image_seq_length)
+        self.image_token_id = int(image_token_id)
+        self.image_token = image_token
+        self.chat = chat or ChatFormat()
+        self._pixel_fn = pixel_fn
+        pad = tokenizer.pad_token_id
+        self.pad_token_id = int(pad if pad is not None else tokenizer.eos_token_id)
+        if tokenizer.eos_token_id is None:
+            raise ValueError(f"the tokenizer of {name} has no eos token; set tokenizer.eos_token")
+        self.eos_token_id = int(tokenizer.eos_token_id)
+        self.bos_token_id = tokenizer.bos_token_id
+        probe = tokenizer(image_token, add_special_tokens=False)["input_ids"]
+        if list(probe) != [self.image_token_id]:
+            raise ValueError(
+                f"the tokenizer of {name} encodes {image_token!r} as {list(probe)}, not as the "
+                f"single image token {self.image_token_id}; add it as a special token"
+            )
+
+    def __repr__(self) -> str:
+        return (f"ModelBundle({self.name!r}, hidden={self.hidden_size}, "
+                f"image_seq_length={self.image_seq_length}, device={self.device})")
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the model's parameters (batches are built there)."""
+        return next(self.model.parameters()).device
+
+    @property
+    def hidden_size(self) -> int:
+        """Hidden size of the language model."""
+        return int(_base_config(self.model).text_config.hidden_size)
+
+    @property
+    def num_layers(self) -> int:
+        """Number of decoder layers of the language model."""
+        return int(_base_config(self.model).text_config.num_hidden_layers)
+
+    # ------------------------------------------------------------------ adapters
+
+    def add_lora(self, adapter_name: str, **overrides: Any) -> torch.nn.Module:
+        """Add a LoRA adapter with this model's zoo defaults (overridable); updates ``model``.
+
+        See :func:`drake.models.lora.add_lora`; ``overrides`` may set ``r``, ``alpha``,
+        ``dropout``, ``target_regex`` and ``seed``.
+        """
+        from drake.models.lora import add_lora
+
+        defaults = self.info.lora_defaults
+        kwargs: dict[str, Any] = {
+            "r": defaults["r"],
+            "alpha": defaults["alpha"],
+            "dropout": defaults["dropout"],
+            "target_regex": defaults["target"],
+        }
+        kwargs.update(overrides)
+        self.model = add_lora(self.model, adapter_name, **kwargs)
+        return self.model
+
+    # ------------------------------------------------------------------ batching
+
+    def _prompt_ids(self, sample: Mapping[str, Any]) -> tuple[list[int], list[Any]]:
+        prompt = sample.get("prompt")
+        if not isinstance(prompt, str):
+            raise SchemaError(f"sample {sample.get('id', '<no id>')!r}: 'prompt' must be a str")
+        images = list(sample.get("images") or [])
+        n_placeholders = prompt.count(IMAGE_PLACEHOLDER)
+        if n_placeholders != len(images):
+            raise SchemaError(
+                f"sample {sample.get('id', '<no id>')!r}: prompt has {n_placeholders} "
+                f"{IMAGE_PLACEHOLDER} placeholder(s) but {len(images)} image(s); "
+                "put exactly one placeholder per image"
+            )
+        if self.image_token != IMAGE_PLACEHOLDER:
+            prompt = prompt.replace(IMAGE_PLACEHOLDER, self.image_token)
+        text = self.chat.prefix + prompt + self.chat.suffix
+        raw = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        ids: list[int] = []
+        if self.chat.add_bos and self.bos_token_id is not None:
+            ids.append(int(self.bos_token_id))
+        for tok in raw:
+            if tok == self.image_token_id:
+                ids.extend([self.image_token_id] * self.image_seq_length)
+            else:
+                ids.append(int(tok))
+        return ids, images
+
+    def _answer_ids(self, answer: Any, *, eos: bool, sample_id: Any) -> list[int]:
+        if not isinstance(answer, str):
+            raise SchemaError(f"sample {sample_id!r}: 'answer' must be a str to train or score")
+        ids = [int(t) for t in self.tokenizer(self.chat.answer_prefix + answer,
+                                              add_special_tokens=False)["input_ids"]]
+        if eos:
+            ids.append(self.eos_token_id)
+        return ids
+
+    def _encode(self, sample: Mapping[str, Any], *, answer: str | None, eos: bool) -> _Encoded:
+        ids, images = self._prompt_ids(sample)
+        if answer is None:
+            return _Encoded(ids, [IGNORE_INDEX] * len(ids), images)
+        ans = self._answer_ids(answer, eos=eos, sample_id=sample.get("id", "<no id>"))
+        return _Encoded(ids + ans, [IGNORE_INDEX] * len(ids) + ans, images)
+
+    def _pad(self, items: Sequence[_Encoded], *, left: bool, with_labels: bool
+             ) -> dict[str, torch.Tensor]:
+        if not items:
+            raise ValueError("cannot collate an empty list of samples")
+        width = max(len(it.ids) for it in items)
+        n = len(items)
+        input_ids = torch.full((n, width), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((n, width), dtype=torch.long)
+        labels = torch.full((n, width), IGNORE_INDEX, dtype=torch.long)
+        for row, it in enumerate(items):
+            length = len(it.ids)
+            span = slice(width - length, width) if left else slice(0, length)
+            input_ids[row, span] = torch.tensor(it.ids, dtype=torch.long)
+            attention[row, span] = 1
+            labels[row, span] = torch.tensor(it.labels, dtype=torch.long)
+        batch = {"input_ids": input_ids, "attention_mask": attention}
+        if with_labels:
+            batch["labels"] = labels
+        images = [img for it in items for img in it.images]
+        if images:
+            batch["pixel_values"] = self._pixel_fn(images)
+        device = self.device
+        dtype = _float_dtype(self.model)
+        out = {}
+        for key, value in batch.items():
+            value = value.to(device)
+            if key == "pixel_values":
+                value = value.to(dtype)
+            out[key] = value
+        return out
+
+    def collate(self, samples: Sequence[Mapping[str, Any]], *, train: bool
+                ) -> dict[str, torch.Tensor]:
+        """Turn samples into a model batch.
+
+        Parameters
+        ----------
+        samples : sequence of dict
+            Schema samples. ``images`` may hold PIL images or parquet image dicts; a sample may
+            have no image at all (text-only).
+        train : bool
+            True: ``input = [bos] chat(prompt) answer eos``, right-padded, with ``labels`` equal
+            to the input on the answer and eos tokens and ``-100`` everywhere else. False: the
+            chat-wrapped prompt only, left-padded so that generation continues every row at the
+            same position; no labels.
+
+        Returns
+        -------
+        dict
+            ``input_ids`` and ``attention_mask`` ``[B, T]``, ``labels`` ``[B, T]`` when
+            training, and ``pixel_values`` ``[N, 3, S, S]`` holding the images of all samples in
+            order (absent when the batch has no image).
+        """
+        if train:
+            items = [self._encode(s, answer=s.get("answer"), eos=True) for s in samples]
+        else:
+            items = [self._encode(s, answer=None, eos=False) for s in samples]
+        return self._pad(items, left=not train, with_labels=train)
+
+    # ------------------------------------------------------------------ model calls
+
+    def _forward(self, batch: Mapping[str, torch.Tensor], **kwargs: Any) -> Any:
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        return self.model(**inputs, use_cache=False, **kwargs)
+
+    def _label_logits(self, batch: Mapping[str, torch.Tensor]
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Logits that predict the labelled tokens, with those labels and their batch rows.
+
+        Only the positions that predict a label go through the LM head (answers are a few tokens
+        of a long prompt), which saves most of its cost with large vocabularies.
+        """
+        out = self._forward(batch, output_hidden_states=True, logits_to_keep=1)
+        hidden = out.hidden_states[-1][:, :-1]
+        labels = batch["labels"][:, 1:]
+        mask = labels != IGNORE_INDEX
+        rows = torch.nonzero(mask, as_tuple=True)[0]
+        head = self.model.get_output_embeddings()
+        logits = head(hidden[mask]).float()
+        return logits, labels[mask], rows
+
+    def loss(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Mean token cross-entropy of the labelled tokens (answer and eos) of a train batch.
+
+        Position ``t`` predicts token ``t + 1``; every labelled token of the batch weighs the same.
+        """
+        if "labels" not in batch:
+            raise ValueError("loss needs a batch from collate(samples, train=True)")
+        if not bool((batch["labels"][:, 1:] != IGNORE_INDEX).any()):
+            raise ValueError("the batch has no answer tokens to train on; check the answers")
+        logits, labels, _ = self._label_logits(batch)
+        return F.cross_entropy(logits, labels)
+
+    @contextlib.contextmanager
+    def _inference(self) -> Iterator[None]:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self.model.train(was_training)
+
+    def generate(
+        self,
+        samples: Sequence[Mapping[str, Any]],
+        max_new_tokens: int = 16,
+        *,
+        batch_size: int | None = None,
+    ) -> list[str]:
+        """Greedy answers, one string per sample (the new tokens only, decoded and stripped).
+
+        Decoding is deterministic: no sampling, one beam, and it stops at end-of-sequence or after
+        ``max_new_tokens`` tokens. ``batch_size`` splits long lists (default: one batch).
+        """
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        config = GenerationConfig(
+            max_new_tokens=int(max_new_tokens),
+            do_sample=False,
+            num_beams=1,
+            pad_token_id=self.pad_token_id,
+            eos_token_id=self.eos_token_id,
+            bos_token_id=self.bos_token_id,
+        )
+        answers: list[str] = []
+        with self._inference():
+            for chunk in _chunks(samples, batch_size):
+                batch = self.collate(chunk, train=False)
+                out = self.model.generate(**batch, generation_config=config)
+                new = out[:, batch["input_ids"].shape[1]:]
+                texts = self.tokenizer.batch_decode(new, skip_special_tokens=True,
+                                                    clean_up_tokenization_spaces=False)
+                answers.extend(t.strip() for t in texts)
+        return answers
+
+    def choice_logliks(
+        self,
+        samples: Sequence[Mapping[str, Any]],
+        *,
+        batch_size: int | None = None,
+    ) -> list[list[float]]:
+        """Log-likelihood of every option of every sample, as the answer to its prompt.
+
+        For option ``c`` of sample ``s`` the score is ``sum_t log p(c_t | chat(s.prompt), c_<t)``
+        over the option's tokens (no end-of-sequence token), as lm-evaluation-harness scores
+        multiple choice; the predicted option is the arg-max. A sample without choices gives
+        ``[]``. ``batch_size`` bounds the number of (sample, option) rows per forward pass.
+        """
+        rows: list[tuple[int, _Encoded]] = []
+        for index, sample in enumerate(samples):
+            for choice in sample.get("choices") or []:
+                rows.append((index, self._encode(sample, answer=str(choice), eos=False)))
+        scores: list[list[float]] = [[] for _ in samples]
+        with self._inference():
+            for chunk in _chunks(rows, batch_size):
+                batch = self._pad([enc for _, enc in chunk], left=False, with_labels=True)
+                logits, labels, rows = self._label_logits(batch)
+                picked = torch.log_softmax(logits, dim=-1).gather(-1, labels[:, None])[:, 0]
+                sums = torch.zeros(len(chunk), dtype=picked.dtype, device=picked.device)
+                sums.index_add_(0, rows, picked)
+                for (index, _), value in zip(chunk, sums.tolist()):
+                    scores[index].append(float(value))
+        return scores
+
+    def last_hidden(self, samples: Sequence[Mapping[str, Any]], *,
+                    batch_size: int | None = None) -> torch.Tensor:
+        """Last-layer hidden state of the last prompt token of each sample, ``[B, H]`` float32.
+
+        Computed on the chat-wrapped prompt (no answer), with whatever adapters are active, in
+        eval mode and without gradients.
+        """
+        parts = []
+        with self._inference():
+            for chunk in _chunks(samples, batch_size):
+                batch = self.collate(chunk, train=False)
+                out = self._forward(batch, output_hidden_states=True)
+                parts.append(out.hidden_states[-1][:, -1, :].float())
+        return torch.cat(parts, dim=0)
+
+
+def _chunks(items: Sequence[Any], size: int | None) -> Iterator[Sequence[Any]]:
+    if size is not None and size < 1:
+        raise ValueError(f"batch_size must be >= 1 or None, got {size}")
+    step = len(items) if size is None else size
+    for start in range(0, len(items), max(step, 1)):
+        yield items[start:start + step]
+
+
+def _base_config(model: torch.nn.Module) -> Any:
+    config = getattr(model, "config", None)
+    if config is None or not hasattr(config, "text_config"):
+        base = getattr(model, "get_base_model", None)
+        if base is not None:
+            config = base().config
+    return config
+
+
+def _float_dtype(model: torch.nn.Module) -> torch.dtype:
+    for param in model.parameters():
+        if param.is_floating_point():
+            return param.dtype
+    return torch.float32

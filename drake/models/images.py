@@ -1,0 +1,96 @@
+"""Images in, pixel tensors out: decoding the schema's image values and the CLIP transform.
+
+A sample's ``images`` hold PIL images when generated in memory, and ``{"bytes": ..., "path": ...}``
+dicts (or raw bytes) when read back from parquet. :func:`to_pil` accepts all three.
+
+:func:`clip_pixels` is the image transform of the tiny models, written with PIL and numpy only
+(torchvision does not import beside the project's torch build): bicubic resize to a square,
+scale to [0, 1], normalise with CLIP's mean and standard deviation, channels first.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from drake.errors import SchemaError
+
+__all__ = ["CLIP_MEAN", "CLIP_STD", "to_pil", "clip_pixels"]
+
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def to_pil(value: Any) -> Image.Image:
+    """Decode one image value of the sample schema into an RGB PIL image.
+
+    Parameters
+    ----------
+    value : PIL.Image.Image, bytes, or mapping with ``bytes`` and/or ``path``
+        As a sample holds it in memory or as ``datasets`` returns it from parquet.
+
+    Raises
+    ------
+    SchemaError
+        When the value is none of these, or its bytes are not an image.
+    """
+    if isinstance(value, Image.Image):
+        image = value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        image = _open(bytes(value), "bytes")
+    elif isinstance(value, Mapping):
+        data = value.get("bytes")
+        path = value.get("path")
+        if data:
+            image = _open(bytes(data), f"bytes of {path or 'image'}")
+        elif path:
+            image = _open(Path(path).read_bytes(), str(path))
+        else:
+            raise SchemaError("image dict has neither 'bytes' nor 'path'; store encoded bytes")
+    else:
+        raise SchemaError(
+            f"cannot read an image from a {type(value).__name__}; give a PIL image, encoded bytes "
+            "or a {'bytes': ..., 'path': ...} dict"
+        )
+    return image if image.mode == "RGB" else image.convert("RGB")
+
+
+def _open(data: bytes, what: str) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except Exception as err:  # PIL raises several unrelated types for bad data
+        raise SchemaError(f"{what} is not a readable image ({err})") from err
+    return image
+
+
+def clip_pixels(
+    images: Sequence[Any],
+    size: int,
+    mean: Sequence[float] = CLIP_MEAN,
+    std: Sequence[float] = CLIP_STD,
+) -> torch.Tensor:
+    """Turn images into a normalised ``[N, 3, size, size]`` float32 tensor.
+
+    Each image is converted to RGB, resized to ``size`` x ``size`` with bicubic resampling
+    (aspect ratio is not kept: drake-synth images are square), scaled to [0, 1] and normalised
+    per channel as ``(x - mean) / std``.
+    """
+    if size <= 0:
+        raise ValueError(f"image size must be positive, got {size}")
+    mean_a = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
+    std_a = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
+    out = np.empty((len(images), 3, size, size), dtype=np.float32)
+    for i, value in enumerate(images):
+        image = to_pil(value)
+        if image.size != (size, size):
+            image = image.resize((size, size), Image.Resampling.BICUBIC)
+        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
+        out[i] = (array - mean_a) / std_a
+    return torch.from_numpy(out)

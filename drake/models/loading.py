@@ -1,0 +1,353 @@
+"""``load_model``: a zoo name (or Hugging Face id) in, a ready :class:`ModelBundle` out.
+
+Tiny models are built locally: from their config and a seed, or from the weights that
+``drake models pretrain`` wrote to the model cache. Real backbones go through ``transformers``
+(``AutoProcessor`` and ``AutoModelForImageTextToText``) and the Hugging Face Hub cache. Without
+network, a real model that is not in that cache fails at once with an error that names the
+offline alternative; it never falls back to a tiny model silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import LlavaForConditionalGeneration, PreTrainedTokenizerFast
+
+from drake.errors import NetworkUnavailable
+from drake.models.bundle import ChatFormat, ModelBundle
+from drake.models.errors import ModelLoadError, ModelNotPretrained
+from drake.models.images import clip_pixels
+from drake.models.tiny import (
+    TINY_IMAGE_SEQ_LENGTH,
+    TINY_IMAGE_SIZE,
+    TINY_TEXT,
+    build_tiny_model,
+    synth_vocabulary,
+)
+from drake.models.tokenizer import build_tokenizer
+from drake.models.zoo import TINY_MODELS, ModelInfo, cache_dir, get_info
+
+__all__ = [
+    "load_model", "hub_cache_dir", "hub_offline", "tiny_folder", "quiet_transformers",
+    "WEIGHTS_FILE",
+]
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_FILE = "model.safetensors"
+_SENTINEL = "\u0000DRAKE-PROMPT\u0000"
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Hide transformers' per-file progress bars (loading and writing shards) for a block."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    if enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def tiny_folder(name: str, root: Path | None = None) -> Path:
+    """Folder of tiny model ``name``'s pretrained files in the model cache ``root``."""
+    return Path(root if root is not None else cache_dir()) / name
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face Hub cache, read from the environment at call time.
+
+    ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub``, else
+    ``~/.cache/huggingface/hub`` (huggingface_hub's own order).
+    """
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "huggingface" / "hub"
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set to a true value."""
+    return any(
+        os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
+        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def load_model(
+    name: str,
+    *,
+    cache_dir: Path | None = None,
+    pretrained: bool = True,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+    vocab: Sequence[str] | None = None,
+) -> ModelBundle:
+    """Load a model of the zoo as a :class:`ModelBundle`.
+
+    Parameters
+    ----------
+    name : str
+        A zoo name (``drake models list``) or a Hugging Face id (a zoo backbone's, or any
+        LLaVA-style checkpoint's).
+    cache_dir : Path, optional
+        Model cache of the tiny models (default :func:`drake.models.cache_dir`); the pretrained
+        files of ``tiny-llava-llama`` are in ``<cache_dir>/tiny-llava-llama/``. Real backbones use
+        the Hugging Face cache instead (``HF_HOME`` / ``HF_HUB_CACHE``).
+    pretrained : bool
+        Tiny models: load the weights ``drake models pretrain`` wrote (True) or build random
+        weights from the config with ``seed`` (False). Real backbones are always pretrained.
+    seed : int
+        Initialisation seed of a tiny model built with ``pretrained=False``.
+    device : str or torch.device
+        Where the model goes.
+    dtype : torch.dtype, optional
+        Real backbones: parameter dtype (default bfloat16 on CUDA, float32 on CPU). Tiny models
+        are float32.
+    vocab : sequence of str, optional
+        Tiny models with ``pretrained=False``: the tokenizer vocabulary (default drake-synth's).
+
+    Returns
+    -------
+    ModelBundle
+        The base model is frozen (``requires_grad`` off) and in eval mode; add adapters with
+        :func:`drake.models.add_lora` or :meth:`ModelBundle.add_lora`.
+
+    Raises
+    ------
+    UnknownNameError
+        For a name outside the zoo.
+    ModelNotPretrained
+        For a tiny model whose pretrained files are not in the cache (run
+        ``drake models pretrain``).
+    NetworkUnavailable
+        For a real backbone that is not in the Hugging Face cache while the Hub cannot be
+        reached (or ``HF_HUB_OFFLINE=1``).
+    """
+    info = get_info(name, any_hub_id=True)
+    if info.offline:
+        bundle = _load_tiny(info, cache_dir, pretrained, seed, vocab)
+    else:
+        bundle = _load_real(info, device, dtype)
+    model = bundle.model.to(device)
+    model.requires_grad_(False)
+    model.eval()
+    bundle.model = model
+    return bundle
+
+
+# --------------------------------------------------------------------------------- tiny
+
+
+def _tiny_bundle(info: ModelInfo, model: torch.nn.Module, tokenizer: Any) -> ModelBundle:
+    return ModelBundle(
+        info.name,
+        info,
+        model,
+        tokenizer,
+        image_size=TINY_IMAGE_SIZE,
+        image_seq_length=TINY_IMAGE_SEQ_LENGTH,
+        image_token_id=model.config.image_token_id,
+        pixel_fn=lambda images: clip_pixels(images, TINY_IMAGE_SIZE),
+        chat=ChatFormat(),
+    )
+
+
+def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
+               vocab: Sequence[str] | None) -> ModelBundle:
+    if not pretrained:
+        tokenizer = build_tokenizer(synth_vocabulary() if vocab is None else vocab)
+        return _tiny_bundle(info, build_tiny_model(info.name, tokenizer, seed), tokenizer)
+    if vocab is not None:
+        raise ValueError("vocab applies to pretrained=False only; pretrained models keep theirs")
+    folder = tiny_folder(info.name, root)
+    needed = [WEIGHTS_FILE, "config.json", "tokenizer.json"]
+    absent = [f for f in needed if not (folder / f).is_file()]
+    if absent:
+        raise ModelNotPretrained(
+            f"{info.name} has no pretrained weights in {folder} (missing {', '.join(absent)}); "
+            f"run `drake models pretrain --model {info.name}`"
+            + (f" --cache-dir {Path(root)}" if root is not None else "")
+            + " or load it with pretrained=False for random weights"
+        )
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    with quiet_transformers():
+        model = LlavaForConditionalGeneration.from_pretrained(
+            str(folder), dtype=torch.float32, local_files_only=True, use_safetensors=True
+        )
+    want = TINY_TEXT[info.name]
+    text = model.config.text_config
+    if (text.hidden_size, text.num_hidden_layers) != (want["hidden_size"],
+                                                      want["num_hidden_layers"]):
+        raise ModelLoadError(
+            f"the cached {info.name} in {folder} has hidden size {text.hidden_size} and "
+            f"{text.num_hidden_layers} layers, not this version's {want['hidden_size']} and "
+            f"{want['num_hidden_layers']}; re-run `drake models pretrain --model {info.name}`"
+        )
+    return _tiny_bundle(info, model, tokenizer)
+
+
+# --------------------------------------------------------------------------------- real
+
+
+def _offline_error(info: ModelInfo, hub: Path, why: str) -> NetworkUnavailable:
+    return NetworkUnavailable(
+        f"{info.name} ({info.hf_id}) is not in the Hugging Face cache {hub} and {why}; "
+        f"download it where the Hub is reachable (`hf download {info.hf_id}`, then point "
+        f"HF_HOME at that cache), or run offline with a tiny model: {', '.join(TINY_MODELS)} "
+        "(`drake models pretrain`)"
+    )
+
+
+def _is_network_error(err: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        kind = type(current).__name__
+        text = str(current).lower()
+        if kind in {"LocalEntryNotFoundError", "ConnectError", "ConnectTimeout",
+                    "ConnectionError", "OfflineModeIsEnabled", "NameResolutionError"}:
+            return True
+        if any(s in text for s in ("connection", "resolve host", "offline mode",
+                                   "couldn't connect", "network")):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _chat_format(tokenizer: Any) -> ChatFormat:
+    """The model's own chat template split around the user prompt, or LLaVA-1.5's format."""
+    template = getattr(tokenizer, "chat_template", None)
+    if template:
+        try:
+            text = tokenizer.apply_chat_template(
+                [{"role": "user", "content": _SENTINEL}],
+                tokenize=False,
+                add_generation_prompt=True,
+            )
+        except Exception as err:  # a template may insist on list content; use the fallback
+            log.info("chat template of %s not usable with text content (%s)",
+                     getattr(tokenizer, "name_or_path", "?"), err)
+        else:
+            if isinstance(text, str) and text.count(_SENTINEL) == 1:
+                prefix, suffix = text.split(_SENTINEL)
+                return ChatFormat(prefix=prefix, suffix=suffix, answer_prefix="", add_bos=False)
+    return ChatFormat(prefix="USER: ", suffix=" ASSISTANT:", answer_prefix=" ", add_bos=True)
+
+
+def _image_seq_length(config: Any) -> int:
+    vision = config.vision_config
+    side = int(vision.image_size) // int(vision.patch_size)
+    tokens = side * side
+    if str(getattr(vision, "model_type", "")).startswith("clip"):
+        tokens += 1  # the CLS feature
+    if getattr(config, "vision_feature_select_strategy", "default") == "default":
+        tokens -= 1
+    return tokens
+
+
+def _cached_snapshot(hf_id: str, hub: Path) -> Path | None:
+    """The local snapshot folder of ``hf_id`` in the Hub cache ``hub`` if it holds a config."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        folder = Path(snapshot_download(hf_id, cache_dir=str(hub), local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
+        return None
+    return folder if (folder / "config.json").is_file() else None
+
+
+def _hub_reachable(timeout: float = 5.0) -> bool:
+    """Whether a TCP connection to the Hub endpoint opens within ``timeout`` seconds.
+
+    huggingface_hub retries unreachable hosts with back-off for minutes; this check lets an
+    offline machine fail in milliseconds instead.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = url.hostname or "huggingface.co"
+    port = url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _load_real(info: ModelInfo, device: str | torch.device, dtype: torch.dtype | None
+               ) -> ModelBundle:
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    assert info.hf_id is not None
+    hub = hub_cache_dir()
+    snapshot = _cached_snapshot(info.hf_id, hub)
+    if snapshot is None:
+        if hub_offline():
+            raise _offline_error(info, hub, "HF_HUB_OFFLINE is set")
+        if not _hub_reachable():
+            raise _offline_error(info, hub, "the Hub cannot be reached")
+    if dtype is None:
+        dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    # A cached model loads from its snapshot folder: no request leaves the machine.
+    source = str(snapshot) if snapshot is not None else info.hf_id
+    kwargs: dict[str, Any] = {} if snapshot is not None else {"cache_dir": str(hub)}
+    try:
+        processor = AutoProcessor.from_pretrained(source, **kwargs)
+        with quiet_transformers() if snapshot is not None else contextlib.nullcontext():
+            model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **kwargs)
+    except Exception as err:
+        if snapshot is None and _is_network_error(err):
+            raise _offline_error(info, hub, "the Hub cannot be reached") from err
+        raise ModelLoadError(f"could not load {info.name} ({info.hf_id}) from {source}: {err}"
+                             ) from err
+    tokenizer = getattr(processor, "tokenizer", None)
+    image_processor = getattr(processor, "image_processor", None)
+    if tokenizer is None or image_processor is None:
+        raise ModelLoadError(
+            f"{info.hf_id}: its processor has no tokenizer or image processor; it is not a "
+            "LLaVA-style checkpoint"
+        )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    config = model.config
+    image_token = getattr(processor, "image_token", None) or "<image>"
+    image_token_id = getattr(config, "image_token_id", None)
+    if image_token_id is None:
+        image_token_id = config.image_token_index
+
+    def pixel_fn(images: Sequence[Any]) -> torch.Tensor:
+        from drake.models.images import to_pil
+
+        out = image_processor(images=[to_pil(im) for im in images], return_tensors="pt")
+        return out["pixel_values"]
+
+    return ModelBundle(
+        info.name,
+        info,
+        model,
+        tokenizer,
+        image_size=int(config.vision_config.image_size),
+        image_seq_length=_image_seq_length(config),
+        image_token_id=int(image_token_id),
+        pixel_fn=pixel_fn,
+        chat=_chat_format(tokenizer),
+        image_token=image_token,
+    )

@@ -1,0 +1,145 @@
+"""The model zoo table: every backbone the suite can run, by short name and by Hugging Face id.
+
+Two kinds of entries live here:
+
+* the **real backbones** of the papers (FedMosaic's LLaVA variants of Llama-3.x and Qwen-2.5, and
+  LLaVA-1.5-7B), loaded from the Hugging Face Hub with ``transformers``;
+* the **tiny offline families** ``tiny-llava-llama`` and ``tiny-llava-qwen``, built from configs and
+  given weights by ``drake models pretrain``. They are the heterogeneous pair of the offline suite,
+  the way the FedMosaic paper pairs Llama-3.2-1B with Llama-3.2-3B: different width *and* depth.
+
+``size_rank`` orders the models by parameter count (0 = smallest); methods that need "the
+smallest model of the federation" (FedMosaic's proxy model) compare ranks, not names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from drake.errors import UnknownNameError
+
+__all__ = [
+    "LLM_LINEAR_REGEX",
+    "ModelInfo",
+    "ZOO",
+    "TINY_MODELS",
+    "cache_dir",
+    "get_info",
+]
+
+#: peft ``target_modules`` regex for every linear layer of the language model of a LLaVA-style
+#: model, and nothing in the vision tower, the projector or the LM head.
+LLM_LINEAR_REGEX = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One entry of the zoo.
+
+    Attributes
+    ----------
+    name : str
+        Short name used on the command line and in configs.
+    hf_id : str or None
+        Hugging Face model id of a real backbone; ``None`` for a tiny offline model.
+    family : str
+        Language-model family, ``"llama"`` or ``"qwen"``.
+    size_rank : int
+        Rank by parameter count, 0 for the smallest model of the zoo.
+    offline : bool
+        True when the model is built locally and never needs the Hub.
+    lora_defaults : mapping
+        ``r``, ``alpha``, ``dropout`` and ``target`` (a peft ``target_modules`` regex): the LoRA
+        setting of the papers for this backbone.
+    params : str
+        Human-readable parameter count, for ``drake models list``.
+    """
+
+    name: str
+    hf_id: str | None
+    family: str
+    size_rank: int
+    offline: bool
+    lora_defaults: Mapping[str, Any] = field(compare=False)
+    params: str = ""
+
+
+def _lora(r: int, alpha: int, dropout: float) -> Mapping[str, Any]:
+    return MappingProxyType(
+        {"r": r, "alpha": alpha, "dropout": dropout, "target": LLM_LINEAR_REGEX}
+    )
+
+
+# FedMosaic's setting for the real backbones: r=128, alpha=256, dropout 0.05, on all linear
+# layers of the language model (vision tower and projector excluded).
+_REAL_LORA = _lora(128, 256, 0.05)
+_TINY_LORA = _lora(8, 16, 0.0)
+
+_ENTRIES = (
+    ModelInfo("tiny-llava-llama", None, "llama", 0, True, _TINY_LORA, "0.2M"),
+    ModelInfo("tiny-llava-qwen", None, "qwen", 1, True, _TINY_LORA, "0.5M"),
+    ModelInfo("qwen2.5-0.5b-vl", "thkim0305/qwen2.5_0.5B_vl", "qwen", 2, False, _REAL_LORA, "0.5B"),
+    ModelInfo("llama3.2-1b-vl", "thkim0305/llama3.2_1B_vl", "llama", 3, False, _REAL_LORA, "1B"),
+    ModelInfo("qwen2.5-1.5b-vl", "thkim0305/qwen2.5_1.5B_vl", "qwen", 4, False, _REAL_LORA, "1.5B"),
+    ModelInfo("qwen2.5-3b-vl", "thkim0305/qwen2.5_3B_vl", "qwen", 5, False, _REAL_LORA, "3B"),
+    ModelInfo("llama3.2-3b-vl", "thkim0305/llama3.2_3B_vl", "llama", 6, False, _REAL_LORA, "3B"),
+    ModelInfo("llava-1.5-7b", "llava-hf/llava-1.5-7b-hf", "llama", 7, False, _REAL_LORA, "7B"),
+    ModelInfo("llama3.1-8b-vl", "thkim0305/llama3.1_8B_vl", "llama", 8, False, _REAL_LORA, "8B"),
+)
+
+#: name -> :class:`ModelInfo`, in size order.
+ZOO: Mapping[str, ModelInfo] = MappingProxyType({e.name: e for e in _ENTRIES})
+
+#: Names of the tiny offline families.
+TINY_MODELS: tuple[str, ...] = tuple(e.name for e in _ENTRIES if e.offline)
+
+_BY_HF_ID: Mapping[str, ModelInfo] = MappingProxyType(
+    {e.hf_id.lower(): e for e in _ENTRIES if e.hf_id is not None}
+)
+
+
+def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
+    """Look a model up by short name or by Hugging Face id (case-insensitive for ids).
+
+    With ``any_hub_id=True``, an ``owner/name`` id outside the zoo gets an ad-hoc entry (family
+    guessed from the id, the real backbones' LoRA defaults, a size rank above every zoo model),
+    so that any LLaVA-style checkpoint on the Hub can be loaded.
+
+    Raises
+    ------
+    UnknownNameError
+        Naming the bad value and the known names (``drake models list``).
+    """
+    if name in ZOO:
+        return ZOO[name]
+    info = _BY_HF_ID.get(str(name).lower())
+    if info is not None:
+        return info
+    if any_hub_id and _looks_like_hub_id(name):
+        family = "qwen" if "qwen" in name.lower() else "llama"
+        return ModelInfo(name, name, family, len(_ENTRIES), False, _REAL_LORA, "?")
+    raise UnknownNameError(
+        f"unknown model {name!r}; `drake models list` shows the known ones: "
+        f"{', '.join(ZOO)} (or their Hugging Face ids)"
+    )
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    parts = str(name).split("/")
+    return len(parts) == 2 and all(parts) and not any(c.isspace() for c in name)
+
+
+def cache_dir() -> Path:
+    """The default model cache: ``$DRAKE_CACHE/models``, else ``$XDG_CACHE_HOME/drake/models``,
+    else ``~/.cache/drake/models``. Read from the environment at every call."""
+    root = os.environ.get("DRAKE_CACHE")
+    if root:
+        return Path(root).expanduser() / "models"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "drake" / "models"

@@ -1,0 +1,155 @@
+"""The runtime's side of :class:`baselines.base.ClientHandle`: one client on a shared base model.
+
+All clients of an architecture share one frozen base model carrying the method's named LoRA
+adapters. A client's adapter weights and optimiser state live in a :class:`ClientRecord`
+(CPU tensors) and are swapped into the shared model for the client's turn, so memory grows by
+adapter + optimiser state per client, never by a model copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from drake.models import adapter_state, load_adapter_state
+
+
+@dataclass
+class ClientRecord:
+    """What persists for a client between turns (and in checkpoints)."""
+
+    adapters: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+    optim: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def lora_layers(model: torch.nn.Module) -> list[Any]:
+    from peft.tuners.lora import LoraLayer
+
+    return [m for m in model.modules() if isinstance(m, LoraLayer)]
+
+
+class AdapterControl:
+    """Activate a weighted set of LoRA adapters on one peft model.
+
+    LoRA deltas of active adapters add up; a weight w scales adapter a's delta by w (its
+    ``scaling`` becomes w · alpha / r), which is how FedDPA's ½G + ½L and instance-wise
+    weights are applied.
+    """
+
+    def __init__(self, model: torch.nn.Module, names: Sequence[str]) -> None:
+        self.model = model
+        self.layers = lora_layers(model)
+        self.base = [{n: layer.scaling[n] for n in names} for layer in self.layers]
+        self.names = list(names)
+        self.params = {n: [p for k, p in model.named_parameters()
+                           if "lora_" in k and f".{n}." in k] for n in names}
+
+    def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
+                 trainable: Sequence[str] = ()) -> None:
+        names = list(names)
+        weights = list(weights) if weights is not None else [1.0] * len(names)
+        for layer, base in zip(self.layers, self.base):
+            layer.set_adapter(names)
+            for n, w in zip(names, weights):
+                layer.scaling[n] = base[n] * w
+        for n, params in self.params.items():
+            for p in params:
+                p.requires_grad_(n in trainable)
+
+
+class RuntimeClient:
+    """A client's handle for one turn: the Method API's ClientHandle."""
+
+    def __init__(self, cid: int, arch: str, bundle, control: AdapterControl, record: ClientRecord,
+                 memory: Sequence[str], data, *, round_: int, steps: int, batch_size: int,
+                 lr: float, seed: int) -> None:
+        self.id = cid
+        self.arch = arch
+        self.round = round_
+        self.steps = steps
+        self.bundle = bundle
+        self.control = control
+        self.record = record
+        self.memory = list(memory)
+        self.num_samples = len(self.memory)
+        self.data = data
+        self.batch_size = batch_size
+        self.lr = lr
+        self.rng = np.random.default_rng([seed, round_, cid, 17])
+        self._optims: dict[str, torch.optim.Optimizer] = {}
+        for name, state in record.adapters.items():
+            load_adapter_state(bundle.model, name, state)
+
+    # --- state ---------------------------------------------------------------------------
+    def get(self, adapter: str) -> dict[str, torch.Tensor]:
+        return adapter_state(self.bundle.model, adapter)
+
+    def set(self, adapter: str, state: Mapping[str, torch.Tensor]) -> None:
+        load_adapter_state(self.bundle.model, adapter, dict(state))
+
+    def params(self, adapter: str) -> list[torch.nn.Parameter]:
+        return self.control.params[adapter]
+
+    def _optimizer(self, adapter: str) -> torch.optim.Optimizer:
+        if adapter not in self._optims:
+            opt = torch.optim.AdamW(self.params(adapter), lr=self.lr, weight_decay=0.0)
+            saved = self.record.optim.get(adapter)
+            if saved:
+                opt.load_state_dict(saved)
+            self._optims[adapter] = opt
+        return self._optims[adapter]
+
+    def save(self) -> ClientRecord:
+        """Copy the client's adapters and optimiser states out of the shared model."""
+        for name in self.control.names:
+            self.record.adapters[name] = self.get(name)
+        for name, opt in self._optims.items():
+            sd = opt.state_dict()
+            self.record.optim[name] = {
+                "state": {k: {kk: (vv.detach().clone() if torch.is_tensor(vv) else vv)
+                              for kk, vv in v.items()} for k, v in sd["state"].items()},
+                "param_groups": sd["param_groups"],
+            }
+        return self.record
+
+    # --- data ----------------------------------------------------------------------------
+    def _draw(self, k: int) -> list[Mapping[str, Any]]:
+        if not self.memory:
+            raise RuntimeError(f"client {self.id} has no training sample by round {self.round}")
+        replace = len(self.memory) < k
+        idx = self.rng.choice(len(self.memory), size=k, replace=replace)
+        return self.data.samples([self.memory[i] for i in idx])
+
+    def next_batch(self) -> dict[str, torch.Tensor]:
+        return self.bundle.collate(self._draw(self.batch_size), train=True)
+
+    def train_samples(self, k: int) -> list[Mapping[str, Any]]:
+        return self._draw(min(k, len(self.memory))) if self.memory else []
+
+    # --- compute -------------------------------------------------------------------------
+    def loss(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None):
+        self.control.activate(adapters, weights, trainable=adapters)
+        self.bundle.model.train()
+        return self.bundle.loss(batch)
+
+    def step(self, adapter, loss: torch.Tensor, reset_to=None) -> None:
+        names = [adapter] if isinstance(adapter, str) else list(adapter)
+        for params in self.control.params.values():
+            for p in params:
+                p.grad = None
+        loss.backward()
+        if reset_to is not None:
+            for name in names:
+                self.set(name, reset_to)
+        for name in names:
+            self._optimizer(name).step()
+
+    def hidden(self, samples, adapters: Sequence[str]) -> torch.Tensor:
+        self.control.activate(adapters)
+        self.bundle.model.eval()
+        with torch.no_grad():
+            return self.bundle.last_hidden(list(samples))

@@ -1,0 +1,116 @@
+"""Federated data for a run: a verified build plus one of its scenarios.
+
+Training samples arrive per client by stream round and enter an episodic memory; batches are
+drawn from memory, as the FedMosaic code does (every streamed sample is kept: the memory is
+effectively unbounded). Test samples are grouped per task for Self/Others evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from drake.errors import DrakeError
+from drake.verify import load_manifest, verify
+
+
+class DataError(DrakeError):
+    """The data folder or scenario cannot serve a run."""
+
+
+@dataclass
+class ClientStream:
+    """One client's training ids with their arrival round (runtime rounds), in stream order."""
+
+    ids: list[str]
+    rounds: np.ndarray
+
+    def seen(self, round_: int) -> list[str]:
+        """Ids that have arrived by the end of ``round_`` (the episodic memory's content)."""
+        return self.ids[: int(np.searchsorted(self.rounds, round_, side="right"))]
+
+
+class FederatedData:
+    """Samples, client streams and test sets of one scenario of a built benchmark.
+
+    Parameters
+    ----------
+    root : Path
+        A built benchmark folder (it is verified first, unless ``check=False``).
+    scenario : str
+        A scenario name present in the folder's manifest (``drake partition`` adds one).
+    rounds : int, optional
+        Runtime rounds. The scenario's stream rounds are mapped onto them proportionally:
+        stream round s arrives at runtime round ``floor(s * rounds / R)``. Default: R.
+    eval_per_task : int, optional
+        Keep only the first k test samples of each task (stable order), to bound evaluation
+        cost; ``None`` keeps all.
+    """
+
+    def __init__(self, root: Path, scenario: str, *, rounds: int | None = None,
+                 eval_per_task: int | None = None, check: bool = True,
+                 include_tasks: Sequence[str] | None = None) -> None:
+        self.root = Path(root)
+        self.manifest = load_manifest(self.root)
+        if check:
+            report = verify(self.root)
+            if not report.ok:
+                raise DataError(f"{self.root} fails `drake verify` ({report.problems[0]}); "
+                                f"rebuild it with `drake build`")
+        parts = self.manifest.get("partitions", {})
+        if scenario not in parts:
+            raise DataError(
+                f"{self.root} has no scenario {scenario!r} (it has {sorted(parts) or 'none'}); "
+                f"add it with `drake partition {self.root} --scenario {scenario}`")
+        self.scenario = scenario
+        self.scenario_entry = parts[scenario]
+        self.stream_rounds = int(self.scenario_entry["scenario"]["rounds"]) or 1
+        self.rounds = int(rounds or self.stream_rounds)
+        table = pq.read_table(self.root / self.scenario_entry["file"]).to_pandas()
+        self.spec = self.manifest["spec"]
+        train = table[(table["split"] == "train") & (table["client"] >= 0)]
+        train = train.sort_values(["client", "position"], kind="stable")
+        self.num_clients = int(self.scenario_entry["clients"])
+        self.streams: dict[int, ClientStream] = {}
+        for c in range(self.num_clients):
+            rows = train[train["client"] == c]
+            mapped = (rows["round"].to_numpy(np.int64) * self.rounds) // self.stream_rounds
+            self.streams[c] = ClientStream(rows["id"].tolist(), mapped)
+        self.missing = dict(zip(train["id"], train["missing"].astype(int)))
+        self._rows: dict[str, dict[str, Any]] = {}
+        wanted_tasks = set(include_tasks) if include_tasks is not None else None
+        self.test_ids: dict[str, list[str]] = {}
+        for task, splits in self.manifest["tasks"].items():
+            if wanted_tasks is not None and task not in wanted_tasks:
+                continue
+            for split, info in splits.items():
+                for shard in info["shards"]:
+                    for row in pq.read_table(self.root / shard["file"]).to_pylist():
+                        self._rows[row["id"]] = row
+                        if split == "test":
+                            self.test_ids.setdefault(task, []).append(row["id"])
+        # A client's own tasks: those in its stream, in arrival order (for DRAKE's by_task
+        # scenarios this is exactly the client's task list).
+        self.client_tasks = []
+        for c in range(self.num_clients):
+            seen: dict[str, None] = {}
+            for sid in self.streams[c].ids:
+                seen.setdefault(self._rows[sid]["task"], None)
+            self.client_tasks.append(list(seen))
+        if eval_per_task is not None:
+            self.test_ids = {t: ids[:eval_per_task] for t, ids in self.test_ids.items()}
+
+    def sample(self, sid: str) -> Mapping[str, Any]:
+        return self._rows[sid]
+
+    def samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
+        return [self._rows[i] for i in ids]
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "manifest.json"

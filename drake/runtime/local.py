@@ -1,0 +1,384 @@
+"""The local runtime: one process, one frozen base model per architecture, swapped adapters.
+
+Round r:
+  1. sample clients (fraction ``frac``; draws from ``default_rng([seed, r])``);
+  2. each sampled client, in id order, loads its pending server message, trains on batches
+     drawn from its episodic memory (all samples streamed to it by round r) and uploads;
+  3. at evaluation rounds every client is scored on every task with the adapters it holds right
+     after its local training (as the FedMosaic code evaluates), giving Self and Others;
+  4. the method aggregates the uploads into per-client messages, delivered at the client's
+     next turn;
+  5. a checkpoint (safetensors + JSON) is written atomically.
+
+Every random draw is a function of (seed, round, client), so a run resumed from the checkpoint
+of round k continues exactly as the unbroken run would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from baselines.base import ClientInfo, Payload, get_method
+from drake.errors import DrakeError
+from drake.runtime.client import AdapterControl, ClientRecord, RuntimeClient
+from drake.runtime.data import FederatedData
+
+log = logging.getLogger(__name__)
+
+
+class ClientFailed(DrakeError):
+    """A client raised during local training and the run was told to stop."""
+
+
+@dataclass
+class RunConfig:
+    """Everything needed to rerun a federated run (written to ``config.json``)."""
+
+    data: str
+    scenario: str
+    method: str
+    out: str
+    seed: int = 0
+    rounds: int | None = None
+    local_steps: int | None = None
+    compute_budget: int = 20
+    batch_size: int = 4
+    lr: float = 2e-3
+    eval_every: int = 1
+    eval_per_task: int | None = 20
+    frac: float = 1.0
+    mc_scoring: str = "generate"
+    max_new_tokens: int = 8
+    model_mix: str | None = None
+    lora_r: int | None = None
+    lora_alpha: int | None = None
+    pretrained: bool = True
+    model_cache: str | None = None
+    on_client_error: str = "stop"
+    method_hparams: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.mc_scoring not in ("generate", "loglik"):
+            raise ValueError(f"mc_scoring must be generate or loglik, got {self.mc_scoring!r}")
+        if self.on_client_error not in ("stop", "skip"):
+            raise ValueError(f"on_client_error must be stop or skip, got {self.on_client_error!r}")
+        if not 0 < self.frac <= 1:
+            raise ValueError(f"frac must be in (0, 1], got {self.frac}")
+        for name in ("batch_size", "eval_every", "compute_budget"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    def sha256(self) -> str:
+        keep = {k: v for k, v in asdict(self).items() if k not in ("out", "data", "model_cache")}
+        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()
+
+
+def _flatten(prefix: str, state: Mapping[str, torch.Tensor], out: dict[str, torch.Tensor]):
+    for k, v in state.items():
+        out[f"{prefix}{k}"] = v.detach().contiguous().clone()
+
+
+def _unflatten(prefix: str, flat: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k[len(prefix):]: v for k, v in flat.items() if k.startswith(prefix)}
+
+
+class LocalRuntime:
+    """Run a method on a scenario of a built benchmark; see the module docstring."""
+
+    def __init__(self, config: RunConfig, progress: Callable | None = None) -> None:
+        config.validate()
+        self.cfg = config
+        self.out = Path(config.out)
+        self.progress = progress
+        self.method = get_method(config.method)(lr=config.lr, **config.method_hparams)
+        self.data = FederatedData(Path(config.data), config.scenario, rounds=config.rounds,
+                                  eval_per_task=config.eval_per_task)
+        spec = self.data.spec
+        mixes = spec.get("model_mixes", {})
+        mix = config.model_mix or spec.get("default_mix")
+        if mix not in mixes:
+            raise DrakeError(f"benchmark {spec['name']} has no model mix {mix!r}; known: "
+                             f"{sorted(mixes)}")
+        self.mix = mix
+        # clients beyond the mix's length (e.g. a 100-client iid scenario) cycle through it
+        self.models = [mixes[mix][c % len(mixes[mix])] for c in range(self.data.num_clients)]
+        self.rounds = self.data.rounds
+        self.steps = (config.local_steps if config.local_steps is not None
+                      else max(1, round(config.compute_budget * self.method.compute_ratio)))
+        self._load_models()
+
+    # --- set-up ------------------------------------------------------------------------------
+    def _load_models(self) -> None:
+        from drake.models import ZOO, add_lora, load_model
+
+        self.bundles, self.controls, self.init_state = {}, {}, {}
+        cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
+        for arch in sorted(set(self.models)):
+            torch.manual_seed(self.cfg.seed)
+            bundle = load_model(arch, cache_dir=cache, pretrained=self.cfg.pretrained,
+                                seed=self.cfg.seed)
+            info = bundle.info if hasattr(bundle, "info") else ZOO[arch]
+            defaults = dict(info.lora_defaults)
+            model = bundle.model
+            for name, acfg in self.method.adapters().items():
+                model = add_lora(model, name,
+                                 r=acfg.r or self.cfg.lora_r or defaults["r"],
+                                 alpha=acfg.alpha or self.cfg.lora_alpha or defaults["alpha"],
+                                 dropout=acfg.dropout if acfg.dropout is not None
+                                 else defaults.get("dropout", 0.0),
+                                 target_regex=defaults.get("target_regex"))
+            bundle.model = model
+            for p in model.parameters():
+                p.requires_grad_(False)
+            control = AdapterControl(model, list(self.method.adapters()))
+            self.bundles[arch], self.controls[arch] = bundle, control
+            from drake.models import adapter_state
+
+            self.init_state[arch] = {n: adapter_state(model, n) for n in self.method.adapters()}
+
+    def _fresh_records(self) -> dict[int, ClientRecord]:
+        return {c: ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
+                                          for n, s in self.init_state[self.models[c]].items()})
+                for c in range(self.data.num_clients)}
+
+    def _handle(self, c: int, record: ClientRecord, round_: int) -> RuntimeClient:
+        arch = self.models[c]
+        return RuntimeClient(c, arch, self.bundles[arch], self.controls[arch], record,
+                             self.data.streams[c].seen(round_), self.data, round_=round_,
+                             steps=self.steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr,
+                             seed=self.cfg.seed)
+
+    # --- evaluation ----------------------------------------------------------------------------
+    def _answer(self, handle: RuntimeClient):
+        from evaluators import match_choice
+
+        bundle, control = handle.bundle, handle.control
+
+        def answer(samples: Sequence[Mapping[str, Any]], adapters: Mapping[str, float]):
+            control.activate(list(adapters), list(adapters.values()))
+            bundle.model.eval()
+            with torch.no_grad():
+                if self.cfg.mc_scoring == "loglik" and all(s["choices"] for s in samples):
+                    lls = bundle.choice_logliks(list(samples))
+                    return [int(np.argmax(ll)) for ll in lls]
+                outputs = bundle.generate(list(samples), max_new_tokens=self.cfg.max_new_tokens)
+            return [match_choice(o, s["choices"]) if s["choices"] else o
+                    for o, s in zip(outputs, samples)]
+
+        return answer
+
+    def _score(self, samples, predictions) -> float:
+        from evaluators import token_f1
+
+        if samples[0]["choices"]:
+            right = [p is not None and s["choices"][p] == s["answer"]
+                     for p, s in zip(predictions, samples)]
+            return 100.0 * float(np.mean(right))
+        return float(token_f1([str(p) for p in predictions], [s["answer"] for s in samples]))
+
+    def evaluate(self, records: Mapping[int, ClientRecord], round_: int,
+                 batch: int = 32) -> dict[int, dict[str, float]]:
+        """Score every client on every client task; batches mix tasks to amortise calls."""
+        public = set(self.data.spec.get("public_tasks", []))
+        unseen = set(self.data.spec.get("unseen_tasks", []))
+        tasks = [t for t in self.data.test_ids if t not in public and t not in unseen]
+        samples = [s for t in tasks for s in self.data.samples(self.data.test_ids[t])]
+        owner = [t for t in tasks for _ in self.data.test_ids[t]]
+        scores: dict[int, dict[str, float]] = {}
+        for c in range(self.data.num_clients):
+            handle = self._handle(c, records[c], round_)
+            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
+                                  .integers(2**31)))
+            self.method.before_eval(handle)
+            answer = self._answer(handle)
+            preds: list[Any] = []
+            for i in range(0, len(samples), batch):
+                preds.extend(self.method.predict(handle, samples[i:i + batch], answer))
+            self.method.after_eval(handle)
+            scores[c] = {}
+            for task in tasks:
+                idx = [i for i, t in enumerate(owner) if t == task]
+                scores[c][task] = self._score([samples[i] for i in idx], [preds[i] for i in idx])
+        return scores
+
+    def _self_others(self, scores: Mapping[int, Mapping[str, float]]) -> tuple[float, float]:
+        from evaluators import self_others
+
+        tasks = {c: self.data.client_tasks[c] for c in scores}
+        res = self_others({c: dict(s) for c, s in scores.items()}, tasks)
+        return res.self_score, res.others_score
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def _save_checkpoint(self, round_: int, records, pending, state: dict[str, Any]) -> None:
+        flat: dict[str, torch.Tensor] = {}
+        optim_meta: dict[str, Any] = {}
+        for c, rec in records.items():
+            for name, st in rec.adapters.items():
+                _flatten(f"client/{c}/adapter/{name}/", st, flat)
+            for name, opt in rec.optim.items():
+                groups = opt["param_groups"]
+                optim_meta[f"{c}/{name}"] = {"param_groups": groups, "state": {}}
+                for idx, st in opt["state"].items():
+                    scalars = {}
+                    for key, val in st.items():
+                        if torch.is_tensor(val):
+                            flat[f"client/{c}/optim/{name}/{idx}/{key}"] = val.contiguous().clone()
+                        else:
+                            scalars[key] = val
+                    optim_meta[f"{c}/{name}"]["state"][str(idx)] = scalars
+        pending_meta = {}
+        for c, msg in pending.items():
+            for name, st in msg.tensors.items():
+                _flatten(f"pending/{c}/{name}/", st, flat)
+            pending_meta[str(c)] = {"meta": msg.meta, "adapters": list(msg.tensors)}
+        _flatten("server/", self.method.server_state(), flat)
+        tmp = self.out / "checkpoint.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        save_file(flat, str(tmp / "state.safetensors"))
+        (tmp / "state.json").write_text(json.dumps(
+            {"round": round_, "optim": optim_meta, "pending": pending_meta, **state},
+            sort_keys=True))
+        final = self.out / "checkpoint"
+        old = self.out / "checkpoint.old"
+        if final.exists():
+            os.replace(final, old)
+        os.replace(tmp, final)
+        if old.exists():
+            shutil.rmtree(old)
+
+    def _load_checkpoint(self):
+        final = self.out / "checkpoint"
+        if not (final / "state.json").exists():
+            return None
+        meta = json.loads((final / "state.json").read_text())
+        flat = load_file(str(final / "state.safetensors"))
+        records = self._fresh_records()
+        for c, rec in records.items():
+            for name in list(rec.adapters):
+                rec.adapters[name] = _unflatten(f"client/{c}/adapter/{name}/", flat)
+            for key, om in meta["optim"].items():
+                cs, name = key.split("/", 1)
+                if int(cs) != c:
+                    continue
+                state = {}
+                for idx, scalars in om["state"].items():
+                    tens = _unflatten(f"client/{c}/optim/{name}/{idx}/", flat)
+                    state[int(idx)] = {**tens, **scalars}
+                rec.optim[name] = {"state": state, "param_groups": om["param_groups"]}
+        pending = {}
+        for cs, pm in meta["pending"].items():
+            pending[int(cs)] = Payload(
+                {name: _unflatten(f"pending/{cs}/{name}/", flat) for name in pm["adapters"]},
+                pm["meta"])
+        self.method.load_server_state(_unflatten("server/", flat))
+        return meta, records, pending
+
+    # --- the loop ------------------------------------------------------------------------------
+    def run(self, _stop_after: int | None = None) -> dict[str, Any]:
+        """Run (or resume) to the last round; write results.json and return it.
+
+        ``_stop_after`` is a testing hook: raise as a crash would, right after the checkpoint of
+        that (0-based) round.
+        """
+        self.out.mkdir(parents=True, exist_ok=True)
+        config_path = self.out / "config.json"
+        cfg_json = json.dumps(asdict(self.cfg), indent=2, sort_keys=True)
+        if config_path.exists() and json.loads(config_path.read_text()) != asdict(self.cfg):
+            raise DrakeError(f"{self.out} holds a run with another config; choose a new --out "
+                             f"or delete it")
+        config_path.write_text(cfg_json + "\n")
+        loaded = self._load_checkpoint()
+        if loaded:
+            meta, records, pending = loaded
+            start = meta["round"] + 1
+            history = meta["history"]
+            comm = meta["comm"]
+            errors = meta["errors"]
+            log.info("resuming %s from round %d", self.out, start)
+        else:
+            records, pending = self._fresh_records(), {}
+            start, history, errors = 0, [], []
+            comm = {"up": [], "down": []}
+        t0 = time.perf_counter()
+        rounds_iter = range(start, self.rounds)
+        if self.progress:
+            rounds_iter = self.progress(rounds_iter, self.rounds - start)
+        for r in rounds_iter:
+            uploads = self.train_round(r, records, pending, errors)
+            infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)))
+                     for c in range(self.data.num_clients)}
+            if (r + 1) % self.cfg.eval_every == 0 or r == self.rounds - 1:
+                scores = self.evaluate(records, r)
+                s, o = self._self_others(scores)
+                point = {"round": r + 1, "self": s, "others": o,
+                         "scores": {str(c): v for c, v in scores.items()}}
+                history.append(point)
+            messages = self.method.aggregate(uploads, infos, r) if uploads else {}
+            pending.update(messages)
+            comm["up"].append(sum(u.nbytes() for u in uploads.values()))
+            comm["down"].append(sum(m.nbytes() for m in messages.values()))
+            self._save_checkpoint(r, records, pending,
+                                  {"history": history, "comm": comm, "errors": errors})
+            self._write_metrics(history)
+            if _stop_after is not None and r >= _stop_after:
+                raise DrakeError(f"run stopped after round {r} (test hook)")
+        results = self._results(history, comm, errors, time.perf_counter() - t0)
+        (self.out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
+                                               + "\n")
+        return results
+
+    def train_round(self, r: int, records: dict[int, ClientRecord],
+                    pending: dict[int, Payload], errors: list[dict[str, Any]]
+                    ) -> dict[int, Payload]:
+        """Local training of round ``r`` for the sampled clients; returns their uploads."""
+        rng = np.random.default_rng([self.cfg.seed, r])
+        n = self.data.num_clients
+        k = max(1, round(self.cfg.frac * n))
+        sampled = sorted(rng.choice(n, size=k, replace=False).tolist()) if k < n \
+            else list(range(n))
+        uploads: dict[int, Payload] = {}
+        for c in sampled:
+            handle = self._handle(c, records[c], r)
+            if handle.num_samples == 0:
+                continue
+            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
+            msg = pending.pop(c, None)
+            if msg is not None:
+                self.method.receive(handle, msg)
+            try:
+                upload = self.method.local_train(handle)
+            except Exception as exc:  # reported, then stop or skip as configured
+                errors.append({"round": r, "client": c, "error": repr(exc)})
+                log.error("client %d failed in round %d: %r", c, r, exc)
+                if self.cfg.on_client_error == "stop":
+                    raise ClientFailed(f"client {c} raised {exc!r} in round {r}; rerun with "
+                                       f"--on-client-error skip to continue without it") from exc
+                continue
+            records[c] = handle.save()
+            uploads[c] = upload
+        return uploads
+
+    def _write_metrics(self, history: list[dict[str, Any]]) -> None:
+        tmp = self.out / "metrics.jsonl.tmp"
+        tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in history))
+        os.replace(tmp, self.out / "metrics.jsonl")
+
+    def _results(self, history, comm, errors, wall) -> dict[str, Any]:
+        from drake.runtime.results import build_results
+
+        return build_results(self, history, comm, errors, wall)

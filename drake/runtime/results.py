@@ -1,0 +1,113 @@
+"""Turn a finished run into ``results.json``, validated against the leaderboard's RunResult."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import platform
+import resource
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from drake import __version__
+
+
+def _git_hash() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    head = out.stdout.strip()
+    return head if out.returncode == 0 and len(head) == 40 else None
+
+
+def _flat(prefix: str, obj: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """Flatten nested dicts into dotted keys (the leaderboard's flat parameter form)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(obj, (list, tuple)):
+        out[prefix] = list(obj)
+    else:
+        out[prefix] = obj
+    return out
+
+
+def scenario_name(order: str, models: list[str], mix: str, default_mix: str) -> str:
+    kind = "homo" if len(set(models)) == 1 else "hetero"
+    name = f"{order}-{kind}"
+    if mix != default_mix and mix not in (kind,):
+        tag = mix.replace("homo-", "").replace("hetero-", "").replace("_", "-").lower()
+        name = f"{name}-{tag}"
+    return name
+
+
+def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]:
+    """The RunResult dict of a finished :class:`~drake.runtime.local.LocalRuntime`."""
+    import torch
+    import transformers
+
+    from evaluators import a_auc, a_last
+
+    cfg = runtime.cfg
+    data = runtime.data
+    spec = data.spec
+    scen = data.scenario_entry["scenario"]
+    rounds = [h["round"] for h in history]
+    self_curve = [h["self"] for h in history]
+    others_curve = [h["others"] for h in history]
+    n = data.num_clients
+    scores = [[h["scores"][str(c)] for c in range(n)] for h in history]
+    hparams = {**runtime.method.hparams, "local_steps": runtime.steps,
+               "batch_size": cfg.batch_size, "rounds": runtime.rounds, "frac": cfg.frac,
+               "eval_per_task": cfg.eval_per_task if cfg.eval_per_task is not None else -1,
+               "pretrained": cfg.pretrained, "data_scenario": data.scenario}
+    if cfg.lora_r:
+        hparams["lora.r"] = cfg.lora_r
+    if cfg.lora_alpha:
+        hparams["lora.alpha"] = cfg.lora_alpha
+    no_seed = {k: v for k, v in json.loads(json.dumps(cfg.__dict__)).items()
+               if k not in ("seed", "out", "data", "model_cache")}
+    result = {
+        "schema_version": "1.0",
+        "benchmark": {"name": spec["name"], "version": spec["version"],
+                      "manifest_sha256": hashlib.sha256(data.manifest_path.read_bytes())
+                      .hexdigest()},
+        "scenario": {"name": scenario_name(scen["order"], runtime.models, runtime.mix,
+                                           spec.get("default_mix", "")),
+                     "order": scen["order"],
+                     "models": "homo" if len(set(runtime.models)) == 1 else "hetero",
+                     "partition": _flat("", {"rule": scen["partition"], **scen["params"],
+                                             "stream_rounds": scen["rounds"],
+                                             "rounds_per_task": scen["rounds_per_task"] or 0,
+                                             "n_clients": n}, {})},
+        "method": {"name": cfg.method, "hyperparameters": _flat("", hparams, {}),
+                   "config_sha256": hashlib.sha256(json.dumps(no_seed, sort_keys=True)
+                                                   .encode()).hexdigest()},
+        "models_per_client": list(runtime.models),
+        "seed": cfg.seed,
+        "protocol": "self_others",
+        "metrics": {"self_a_last": a_last(self_curve), "self_a_auc": a_auc(self_curve, rounds),
+                    "others_a_last": a_last(others_curve),
+                    "others_a_auc": a_auc(others_curve, rounds)},
+        "curves": {"rounds": rounds, "self": self_curve, "others": others_curve,
+                   "scores": scores},
+        "cost": {"comm_bytes_up_per_round": comm["up"], "comm_bytes_down_per_round": comm["down"],
+                 "wall_time_s": round(wall, 3),
+                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+        "scoring": {"mc_scoring": cfg.mc_scoring, "bertscore_model": None},
+        "software": {"package_version": __version__, "git_hash": _git_hash(),
+                     "python": platform.python_version(), "torch": torch.__version__,
+                     "transformers": transformers.__version__},
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    from leaderboard.run_result import RunResult
+
+    RunResult.model_validate(json.loads(json.dumps(result)))
+    if errors:
+        result_errors = {"client_errors": errors}
+        (Path(cfg.out) / "errors.json").write_text(json.dumps(result_errors, indent=2) + "\n")
+    return result

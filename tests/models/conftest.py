@@ -1,0 +1,105 @@
+"""Fixtures of the model-zoo tests: a small hand-made vocabulary, samples and tiny bundles."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from PIL import Image, ImageDraw
+
+from drake.models import load_model
+
+VOCAB = [
+    "What", "colour", "is", "the", "shape", "?", "red", "blue", "green", "circle", "square",
+    "Image", "A", "B", "Choice", "list", "True", "False", "Your", "answer", "Which", "one",
+    "has", "more", "shapes", ".", ",", ":", "[", "]",
+]
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models run fastest on one thread (and do not stall on a busy machine)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def shape_image(colour: tuple[int, int, int], *, size: int = 64, box: int = 20) -> Image.Image:
+    """A grey image with one filled square of ``colour``."""
+    image = Image.new("RGB", (size, size), (230, 230, 230))
+    ImageDraw.Draw(image).rectangle([size // 4, size // 4, size // 4 + box, size // 4 + box],
+                                    fill=colour)
+    return image
+
+
+def png_dict(image: Image.Image) -> dict:
+    """The ``{"bytes", "path"}`` form ``datasets`` returns for an image read from parquet."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return {"bytes": buffer.getvalue(), "path": None}
+
+
+def make_sample(sid: str, prompt: str, images: list, answer: str, choices=()) -> dict:
+    return {
+        "id": sid, "task": "t", "images": list(images), "prompt": prompt, "answer": answer,
+        "choices": list(choices), "answer_type": "multiple_choice" if choices else "open_ended",
+        "label": -1, "domain": "", "meta": "{}",
+    }
+
+
+@pytest.fixture(scope="session")
+def samples() -> list[dict]:
+    """One single-image, one two-image and one text-only sample."""
+    red, blue = shape_image((220, 20, 20)), shape_image((20, 20, 220))
+    return [
+        make_sample("one", "<image>\nWhat colour is the shape?", [red], "red",
+                    ["red", "blue", "green"]),
+        make_sample("two", "Image A:<image> Image B:<image>\nWhich one has more shapes?",
+                    [red, png_dict(blue)], "Image A", ["Image A", "Image B"]),
+        make_sample("zero", "Choice list:[True, False]. Your answer is:", [], "True",
+                    ["True", "False"]),
+    ]
+
+
+@pytest.fixture(scope="session")
+def llama_bundle():
+    """A randomly initialised tiny-llava-llama (seed 0) on the hand-made vocabulary."""
+    return load_model("tiny-llava-llama", pretrained=False, seed=0, vocab=VOCAB)
+
+
+@pytest.fixture(scope="session")
+def qwen_bundle():
+    """A randomly initialised tiny-llava-qwen (seed 0) on the hand-made vocabulary."""
+    return load_model("tiny-llava-qwen", pretrained=False, seed=0, vocab=VOCAB)
+
+
+@pytest.fixture()
+def fresh_llama():
+    """A fresh tiny-llava-llama for tests that change weights or add adapters."""
+    return load_model("tiny-llava-llama", pretrained=False, seed=0, vocab=VOCAB)
+
+
+@pytest.fixture(scope="session")
+def make_image():
+    """``make_image(colour, size=64, box=20)``: a grey image with one coloured square."""
+    return shape_image
+
+
+@pytest.fixture(scope="session")
+def as_parquet_image():
+    """``as_parquet_image(image)``: the ``{"bytes", "path"}`` dict form of an image."""
+    return png_dict
+
+
+@pytest.fixture(scope="session")
+def sample_factory():
+    """``sample_factory(id, prompt, images, answer, choices=())``: a schema sample."""
+    return make_sample
+
+
+@pytest.fixture(scope="session")
+def vocab() -> list[str]:
+    """The hand-made vocabulary of the test models."""
+    return list(VOCAB)

@@ -1,0 +1,48 @@
+"""`drake models list` and `drake models pretrain` through an argparse parser."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from drake.errors import UnknownNameError
+from drake.models.cli import add_cli
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="drake")
+    add_cli(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def test_models_list_prints_the_zoo(capsys, tmp_path):
+    args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    for text in ("tiny-llava-llama", "tiny-llava-qwen", "thkim0305/llama3.2_1B_vl",
+                 "llava-hf/llava-1.5-7b-hf", "128/256", "drake models pretrain"):
+        assert text in out
+
+
+def test_models_pretrain_writes_the_cache(capsys, tmp_path):
+    args = _parser().parse_args([
+        "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
+        "--train-size", "2", "--eval-size", "3", "--cache-dir", str(tmp_path),
+    ])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "tiny-llava-qwen: 2 steps" in out and "held-out public MC accuracy" in out
+    report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
+    assert report["steps"] == 2 and report["batch_size"] == 2
+    args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
+    args.func(args)
+    assert "yes (pretrained)" in capsys.readouterr().out
+
+
+def test_models_pretrain_refuses_real_backbones(tmp_path):
+    args = _parser().parse_args(["models", "pretrain", "--model", "llava-1.5-7b",
+                                 "--cache-dir", str(tmp_path)])
+    with pytest.raises(UnknownNameError, match="not a tiny model"):
+        args.func(args)

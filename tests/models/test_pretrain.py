@@ -1,0 +1,94 @@
+"""`drake models pretrain` on a micro budget: determinism, cache layout, safetensors only."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from drake.models import load_model, pretrain
+from drake.models.pretrain import public_tasks
+
+MICRO = {"steps": 3, "batch_size": 2, "train_size": 3, "eval_size": 4}
+PACKAGE = Path(__file__).resolve().parents[2] / "drake" / "models"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    a = pretrain("tiny-llava-llama", out_dir=tmp_path_factory.mktemp("a"), seed=1, **MICRO)
+    b = pretrain("tiny-llava-llama", out_dir=tmp_path_factory.mktemp("b"), seed=1, **MICRO)
+    return a, b
+
+
+def test_public_split_tasks():
+    from drake.synth import SYNTH_TASKS
+
+    tasks = public_tasks()
+    assert tasks and all(SYNTH_TASKS[t].group == "public" for t in tasks)
+
+
+def test_same_seed_same_weight_bytes(two_runs):
+    a, b = two_runs
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    assert (a / "tokenizer.json").read_bytes() == (b / "tokenizer.json").read_bytes()
+
+
+def test_other_seed_other_weights(two_runs, tmp_path):
+    c = pretrain("tiny-llava-llama", out_dir=tmp_path, seed=2, **MICRO)
+    assert (c / "model.safetensors").read_bytes() != (two_runs[0] / "model.safetensors").read_bytes()
+
+
+def test_cache_layout_and_report(two_runs):
+    folder = two_runs[0]
+    assert folder.name == "tiny-llava-llama"
+    files = {p.name for p in folder.iterdir()}
+    assert {"model.safetensors", "config.json", "tokenizer.json", "pretrain_report.json"} <= files
+    assert not any(re.search(r"\.(bin|pt|pth|pkl|pickle|ckpt)$", f) for f in files)
+    assert not any(p.name.startswith(".") for p in folder.parent.iterdir())  # no staging left
+    report = json.loads((folder / "pretrain_report.json").read_text())
+    assert report["steps"] == 3 and report["seed"] == 1 and report["model"] == "tiny-llava-llama"
+    assert report["train_samples"] == 3 * len(public_tasks())
+    assert report["final_loss"] > 0 and len(report["loss_curve"]) >= 1
+    for key in ("accuracy_before", "accuracy_after"):
+        acc = report[key]
+        assert acc["n"] == 4 and 0 <= acc["loglik"] <= 1 and 0 < acc["chance"] < 1
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as handle:
+        assert any("language_model" in k for k in handle.keys())
+
+
+def test_load_model_finds_the_cached_weights(two_runs):
+    folder = two_runs[0]
+    bundle = load_model("tiny-llava-llama", cache_dir=folder.parent)
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as handle:
+        saved = {k: handle.get_tensor(k) for k in handle.keys()}
+    params = dict(bundle.model.state_dict())
+    renames = (("language_model.model.", "model.language_model."),
+               ("language_model.lm_head.", "lm_head."),
+               ("vision_tower.", "model.vision_tower."),
+               ("multi_modal_projector.", "model.multi_modal_projector."))
+    for key, value in saved.items():
+        for old, new in renames:
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
+        assert torch.equal(params[key], value), key
+    assert len(bundle.tokenizer) == bundle.model.config.text_config.vocab_size
+
+
+def test_real_backbones_are_not_pretrained_here(tmp_path):
+    with pytest.raises(ValueError, match="tiny models only"):
+        pretrain("llama3.2-1b-vl", out_dir=tmp_path, **MICRO)
+    with pytest.raises(ValueError, match="steps"):
+        pretrain("tiny-llava-llama", out_dir=tmp_path, steps=0)
+
+
+def test_no_pickle_in_the_model_zoo():
+    for source in PACKAGE.glob("*.py"):
+        text = source.read_text()
+        assert "import pickle" not in text and "pickle." not in text, source
+        for call in re.findall(r"torch\.load\([^)]*\)", text):
+            assert "weights_only=True" in call, (source, call)

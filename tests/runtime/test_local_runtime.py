@@ -1,0 +1,139 @@
+"""The local runtime end to end on drake-synth (tiny size, untrained tiny models)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from baselines.base import Method, Payload, register
+from drake.build import build
+from drake.cli import main
+from drake.errors import DrakeError
+from drake.registry import get_benchmark
+from drake.runtime import LocalRuntime, RunConfig
+from drake.runtime.local import ClientFailed
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return build(get_benchmark("drake-synth", size="tiny"), tmp_path_factory.mktemp("d"), seed=1)
+
+
+def config(data, out, method="fedavg", **kw):
+    base = dict(data=str(data), scenario="dynamic", method=method, out=str(out), seed=0,
+                rounds=3, local_steps=2, batch_size=2, eval_per_task=2, pretrained=False,
+                mc_scoring="loglik")
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def comparable(results):
+    out = dict(results)
+    for key in ("created_at",):
+        out.pop(key)
+    out["cost"] = {k: v for k, v in results["cost"].items()
+                   if k not in ("wall_time_s", "peak_rss_mb")}
+    return out
+
+
+@pytest.fixture(scope="module")
+def unbroken(data, tmp_path_factory):
+    return LocalRuntime(config(data, tmp_path_factory.mktemp("r") / "run")).run()
+
+
+def test_results_file_is_complete(unbroken):
+    from leaderboard.run_result import RunResult
+
+    RunResult.model_validate(unbroken)
+    assert unbroken["curves"]["rounds"] == [1, 2, 3]
+    assert len(unbroken["models_per_client"]) == 10
+    assert unbroken["models_per_client"][0] == "tiny-llava-llama"
+    assert unbroken["models_per_client"][2] == "tiny-llava-qwen"
+    assert all(b > 0 for b in unbroken["cost"]["comm_bytes_up_per_round"][1:])
+    point = unbroken["curves"]["scores"][-1]
+    assert len(point) == 10 and all(len(c) == 40 for c in point)
+
+
+def test_killed_run_resumes_to_the_same_results(data, tmp_path, unbroken):
+    out = tmp_path / "run"
+    with pytest.raises(DrakeError, match="stopped after round 0"):
+        LocalRuntime(config(data, out)).run(_stop_after=0)
+    assert (out / "checkpoint" / "state.safetensors").exists()
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+    resumed = LocalRuntime(config(data, out)).run()
+    assert comparable(resumed) == comparable(unbroken)
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_sft_uploads_nothing_and_differs_from_fedavg(data, tmp_path, unbroken):
+    res = LocalRuntime(config(data, tmp_path / "sft", method="sft")).run()
+    assert res["cost"]["comm_bytes_up_per_round"] == [0, 0, 0]
+    assert res["curves"]["scores"] != unbroken["curves"]["scores"]
+
+
+@register
+class Flaky(Method):
+    """Raises on client 3: for the client-error tests."""
+
+    name = "test-flaky"
+
+    def local_train(self, client):
+        if client.id == 3:
+            raise RuntimeError("boom")
+        return Payload(meta={"loss": self.train_adapter(client, "local", client.steps)})
+
+    def aggregate(self, uploads, clients, round):
+        return {}
+
+
+def test_client_error_stops_by_default_and_skips_on_request(data, tmp_path):
+    with pytest.raises(ClientFailed, match="client 3 raised RuntimeError"):
+        LocalRuntime(config(data, tmp_path / "a", method="test-flaky", rounds=1)).run()
+    res = LocalRuntime(config(data, tmp_path / "b", method="test-flaky", rounds=1,
+                              on_client_error="skip")).run()
+    errors = json.loads((tmp_path / "b" / "errors.json").read_text())["client_errors"]
+    assert [(e["client"], e["round"]) for e in errors] == [(3, 0)]
+    assert res["metrics"]["self_a_last"] >= 0
+
+
+def test_bad_input_gives_one_line_errors(data, tmp_path, capsys):
+    cases = [
+        (["eval", "--method", "nope", "--data", str(data)], "unknown method 'nope'"),
+        (["eval", "--method", "fedavg", "--data", str(tmp_path)], "no built benchmark"),
+        (["eval", "--method", "fedavg", "--data", str(data), "--scenario", "alpha9"],
+         "drake partition"),
+    ]
+    for argv, fragment in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and fragment in err[0], err
+    broken = shutil.copytree(data, tmp_path / "broken")
+    next((broken / "tasks").rglob("*.parquet")).write_bytes(b"x")
+    assert main(["eval", "--method", "fedavg", "--data", str(broken)]) == 2
+    assert "fails `drake verify`" in capsys.readouterr().err
+
+
+def test_three_seeds_of_drake_eval_submit_and_rank(data, tmp_path, capsys):
+    """The reproduced path of the leaderboard: real results.json files from `drake eval`."""
+    board = tmp_path / "leaderboard.json"
+    shutil.copy(Path(__file__).resolve().parents[2] / "leaderboard" / "leaderboard.json", board)
+    runs = []
+    for seed in (0, 1, 2):
+        out = tmp_path / f"s{seed}"
+        assert main(["eval", "--method", "fedavg", "--data", str(data.parent), "--benchmark",
+                     data.name, "--rounds", "1", "--local-steps", "1", "--batch-size", "2",
+                     "--eval-per-task", "1", "--untrained", "--mc-scoring", "loglik",
+                     "--seed", str(seed), "--out", str(out)]) == 0
+        runs.append(out)
+    capsys.readouterr()
+    rc = main(["leaderboard", "submit", str(runs[0]), "--seeds", str(runs[1]), str(runs[2]),
+               "--leaderboard", str(board), "--data", str(data), "--submitter", "ci",
+               "--link", "https://example.org/drake"])
+    assert rc == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["leaderboard", "show", "--benchmark", "drake-synth", "--leaderboard",
+                 str(board), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    text = json.dumps(shown)
+    assert "fedavg" in text and "reproduced" in text
