@@ -19,9 +19,11 @@ Algorithm
    steps and then follows a cosine to 10% of ``lr``. The loss is the mean token cross-entropy on
    the answer tokens (:meth:`ModelBundle.loss`).
 
-   The batches follow a curriculum (:data:`CURRICULUM`): the first 20% of the steps draw only
-   colour questions, the next 20% all short-answer attribute questions (colour, shape, size,
-   fill, count, background), the rest every public sample. A randomly initialised tiny LLaVA
+   The batches follow a curriculum (:data:`CURRICULUM`): first only colour questions, until the
+   model reads colours (the mean loss of the last 50 steps falls below 0.75 nats, where guessing
+   sits near 1.0) but for at least 10% and at most 45% of the steps; then for 20% of the steps
+   all short-answer attribute questions (colour, shape, size, fill, count, background); then
+   every public sample. A randomly initialised tiny LLaVA
    trained on the full mix from the start learns the answer priors and stops looking at the
    image: its image features turn into a constant within a few dozen steps and held-out accuracy
    stays at chance. Colour, the strongest visual signal, "ignites" the image pathway first.
@@ -71,6 +73,7 @@ __all__ = [
     "evaluate_mc",
     "curriculum_pools",
     "CURRICULUM",
+    "IGNITION_LOSS",
     "DEFAULT_STEPS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_LR",
@@ -78,15 +81,21 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STEPS = 1800
+DEFAULT_STEPS = 2200
 DEFAULT_BATCH_SIZE = 16
 DEFAULT_LR = 7e-4
 DEFAULT_TRAIN_SIZE = 3000
 DEFAULT_EVAL_SIZE = 200
 REPORT_FILE = "pretrain_report.json"
 
-#: (stage, fraction of the steps at which it ends): which public samples each stage draws from.
-CURRICULUM: tuple[tuple[str, float], ...] = (("colour", 0.2), ("attributes", 0.4), ("all", 1.0))
+#: Curriculum stages, in order: ``colour`` (colour questions) lasts from 10% to 45% of the steps,
+#: ending early once the model reads colours (mean loss of the last 50 steps below
+#: :data:`IGNITION_LOSS`); ``attributes`` (open attribute questions) takes the next 20%; ``all``
+#: (every public sample) the rest.
+CURRICULUM: tuple[str, ...] = ("colour", "attributes", "all")
+COLOUR_STAGE = (0.10, 0.45)
+ATTRIBUTE_STAGE = 0.20
+IGNITION_LOSS = 0.75
 _ATTRIBUTE_FAMILIES = frozenset({"colour", "shape", "size", "fill", "count", "domain"})
 
 Progress = Callable[[int, int, float], None]
@@ -174,41 +183,67 @@ def _family(sample: dict[str, Any]) -> str:
     return str(meta.get("family", "")) if isinstance(meta, dict) else ""
 
 
-def curriculum_pools(samples: Sequence[dict[str, Any]]) -> list[tuple[str, float, np.ndarray]]:
-    """Index pools of the :data:`CURRICULUM` stages: ``(stage, end fraction, indices)``.
+def curriculum_pools(samples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Index pools of the :data:`CURRICULUM` stages.
 
-    ``colour``: questions of the colour family; ``attributes``: open questions of the attribute
-    families; ``all``: every sample. A stage whose pool is empty (a public split without these
+    ``colour``: open colour questions (naming one of eight colours, so a loss under
+    :data:`IGNITION_LOSS` cannot come from copying an option of the prompt); ``attributes``: open
+    questions of the attribute families; ``all``: every sample. A stage whose pool is empty (a public split without these
     families) draws from the whole set instead.
     """
     everything = np.arange(len(samples))
     families = [_family(s) for s in samples]
     wanted = {
-        "colour": [i for i, f in enumerate(families) if f == "colour"],
+        "colour": [i for i, (s, f) in enumerate(zip(samples, families))
+                   if f == "colour" and not s.get("choices")],
         "attributes": [i for i, (s, f) in enumerate(zip(samples, families))
                        if f in _ATTRIBUTE_FAMILIES and not s.get("choices")],
     }
-    pools = []
-    for stage, end in CURRICULUM:
-        chosen = wanted.get(stage)
-        pools.append((stage, end, np.asarray(chosen) if chosen else everything))
-    return pools
+    return {stage: (np.asarray(wanted[stage]) if wanted.get(stage) else everything)
+            for stage in CURRICULUM}
 
 
-def _batches(pools: Sequence[tuple[str, float, np.ndarray]], batch_size: int, steps: int,
-             rng: np.random.Generator):
-    """Yield index batches: within a stage, epochs of its pool in random order."""
-    stage = -1
-    order, pos = np.empty(0, dtype=np.int64), 0
-    for step in range(steps):
-        current = next(i for i, (_, end, _) in enumerate(pools) if step < end * steps
-                       or i == len(pools) - 1)
-        pool = pools[current][2]
-        size = min(batch_size, len(pool))
-        if current != stage or pos + size > len(order):
-            stage, order, pos = current, rng.permutation(pool), 0
-        yield order[pos:pos + size]
-        pos += size
+class _Curriculum:
+    """Stage bookkeeping and batch drawing: epochs of the current stage's pool, shuffled."""
+
+    def __init__(self, pools: dict[str, np.ndarray], steps: int, batch_size: int,
+                 rng: np.random.Generator) -> None:
+        self.pools, self.steps, self.batch_size, self.rng = pools, steps, batch_size, rng
+        self.stage = 0
+        self.starts = [0]
+        self.attribute_end = steps
+        self.order, self.pos = rng.permutation(pools[CURRICULUM[0]]), 0
+
+    def _enter(self, stage: int, step: int) -> None:
+        self.stage = stage
+        self.starts.append(step)
+        self.order, self.pos = self.rng.permutation(self.pools[CURRICULUM[stage]]), 0
+
+    def advance(self, step: int, recent_losses: Sequence[float]) -> None:
+        """Move to the next stage when the current one is over (called before each step)."""
+        if self.stage == 0:
+            low, high = (int(f * self.steps) for f in COLOUR_STAGE)
+            ignited = (len(recent_losses) >= 50
+                       and float(np.mean(recent_losses[-50:])) < IGNITION_LOSS)
+            if step >= high or (step >= low and ignited):
+                self._enter(1, step)
+                self.attribute_end = step + int(ATTRIBUTE_STAGE * self.steps)
+        if self.stage == 1 and step >= self.attribute_end:
+            self._enter(2, step)
+
+    def batch(self) -> np.ndarray:
+        size = min(self.batch_size, len(self.order))
+        if self.pos + size > len(self.order):
+            self.order, self.pos = self.rng.permutation(self.pools[CURRICULUM[self.stage]]), 0
+        rows = self.order[self.pos:self.pos + size]
+        self.pos += size
+        return rows
+
+    def summary(self) -> list[dict[str, Any]]:
+        bounds = [*self.starts, self.steps]
+        return [{"stage": CURRICULUM[i], "from_step": bounds[i], "to_step": bounds[i + 1],
+                 "pool": int(len(self.pools[CURRICULUM[i]]))}
+                for i in range(len(self.starts))]
 
 
 def _sha256(path: Path) -> str:
@@ -315,7 +350,10 @@ def _pretrain(name: str, out_dir: Path | None, steps: int, seed: int, batch_size
         model.requires_grad_(True)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98),
                                       weight_decay=0.0)
-        for step, rows in enumerate(_batches(pools, batch_size, steps, rng)):
+        curriculum = _Curriculum(pools, steps, batch_size, rng)
+        for step in range(steps):
+            curriculum.advance(step, losses)
+            rows = curriculum.batch()
             for group in optimizer.param_groups:
                 group["lr"] = _lr_at(step, steps, lr)
             batch = _batch(bundle, [encoded[i] for i in rows], [pixels[i] for i in rows])
@@ -348,8 +386,7 @@ def _pretrain(name: str, out_dir: Path | None, steps: int, seed: int, batch_size
         "batch_size": batch_size,
         "lr": lr,
         "schedule": "linear warm-up 5%, cosine to 10% of lr; AdamW(0.9, 0.98), wd 0, clip 1",
-        "curriculum": [{"stage": stage, "until_step": int(end * steps), "pool": int(len(pool))}
-                       for stage, end, pool in pools],
+        "curriculum": curriculum.summary(),
         "train_tasks": tasks,
         "train_samples": len(train),
         "eval_task": mc_task[0] if mc_task else None,

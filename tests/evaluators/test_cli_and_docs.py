@@ -52,10 +52,10 @@ def test_setup_metrics_missing_source_is_one_clear_error(tmp_path):
 
 
 def test_ci_script_installs_the_debian_packages():
-    script = Path(__file__).resolve().parents[2] / ".ci" / "setup-wordnet.sh"
+    script = Path(__file__).resolve().parents[2] / ".ci" / "setup"
     text = script.read_text()
     assert "wordnet-base" in text and "wordnet-sense-index" in text
-    assert "/usr/share/wordnet" in text
+    assert "/usr/share/wordnet" in text and "drake setup-metrics" in text
 
 
 MODULES = sorted(
