@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from drake import __version__
 from drake.errors import BuildError, SchemaError
-from drake.schema import FEATURES, to_row, validate_sample
+from drake.schema import features, to_row, validate_sample
 from drake.sources import source_for
 from drake.specs import SPLITS, BenchmarkSpec
 
@@ -90,7 +90,7 @@ def plan_shards(spec: BenchmarkSpec, source, shard_rows: int = SHARD_ROWS) -> li
 
 def arrow_schema() -> pa.Schema:
     """The Arrow schema with the `datasets` feature metadata, so load_dataset decodes images."""
-    return FEATURES.arrow_schema
+    return features().arrow_schema
 
 
 def _write_shard(spec: BenchmarkSpec, source, plan: ShardPlan, root: str) -> dict[str, Any]:

@@ -15,8 +15,12 @@ from drake.errors import DrakeError
 
 log = logging.getLogger("drake")
 
-# Packages that contribute subcommands through an `add_cli(subparsers)` function.
-PLUGINS = ("evaluators.cli", "leaderboard.cli", "drake.models.cli")
+# Subcommands contributed by other packages through an `add_cli(subparsers)` function. A plugin
+# is imported only when its command runs (or for --help), so that e.g. `drake build` never waits
+# for torch to load and fails fast without network.
+PLUGINS = {"setup-metrics": ("evaluators.cli", "set up WordNet for METEOR (offline)"),
+           "leaderboard": ("leaderboard.cli", "validate, submit, show and render the leaderboard"),
+           "models": ("drake.models.cli", "list the model zoo; pretrain the tiny models")}
 
 
 def _progress(desc: str):
@@ -226,7 +230,7 @@ def _progress_rounds(desc: str):
     return wrap
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="drake", description="DRAKE: build, run and score personalized federated learning "
         "benchmarks for multi-modal foundation models.")
@@ -317,20 +321,19 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("benchmarks", help="list the registered benchmarks")
     p.set_defaults(func=cmd_benchmarks)
 
-    for name in PLUGINS:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as exc:  # a package without a CLI part yet
-            log.debug("no CLI from %s: %s", name, exc)
-            continue
-        add = getattr(module, "add_cli", None)
-        if add is not None:
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    wanted = words[0] if words else None
+    for command, (module_name, summary) in PLUGINS.items():
+        if wanted is None or wanted == command:
+            add = importlib.import_module(module_name).add_cli
             add(sub)
+        else:
+            sub.add_parser(command, help=summary, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
+    parser = make_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

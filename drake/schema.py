@@ -32,9 +32,8 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
-
-from datasets import Features, Image, List, Value
 
 from drake.errors import SchemaError
 
@@ -55,20 +54,25 @@ COLUMNS = (
     "meta",
 )
 
-FEATURES = Features(
-    {
-        "id": Value("string"),
-        "task": Value("string"),
-        "images": List(Image()),
-        "prompt": Value("string"),
-        "answer": Value("string"),
-        "choices": List(Value("string")),
-        "answer_type": Value("string"),
-        "label": Value("int64"),
-        "domain": Value("string"),
-        "meta": Value("string"),
-    }
-)
+@lru_cache(maxsize=1)
+def features():
+    """The sample schema as `datasets.Features` (imported lazily: `datasets` is slow to load)."""
+    from datasets import Features, Image, List, Value
+
+    return Features(
+        {
+            "id": Value("string"),
+            "task": Value("string"),
+            "images": List(Image()),
+            "prompt": Value("string"),
+            "answer": Value("string"),
+            "choices": List(Value("string")),
+            "answer_type": Value("string"),
+            "label": Value("int64"),
+            "domain": Value("string"),
+            "meta": Value("string"),
+        }
+    )
 
 
 def _where(sample: Mapping[str, Any], where: str) -> str:

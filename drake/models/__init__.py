@@ -12,7 +12,7 @@ from drake.models.errors import ModelLoadError, ModelNotPretrained
 from drake.models.images import clip_pixels, to_pil
 from drake.models.loading import hub_cache_dir, load_model
 from drake.models.lora import adapter_state, add_lora, load_adapter_state, lora_module_names
-from drake.models.pretrain import pretrain
+from drake.models.pretrain import pretrain, pretrain_many
 from drake.models.tokenizer import build_tokenizer
 from drake.models.zoo import LLM_LINEAR_REGEX, TINY_MODELS, ZOO, ModelInfo, cache_dir, get_info
 
@@ -30,6 +30,7 @@ __all__ = [
     "hub_cache_dir",
     "load_model",
     "pretrain",
+    "pretrain_many",
     "build_tokenizer",
     "add_lora",
     "adapter_state",

@@ -158,7 +158,7 @@ class ModelBundle:
             "r": defaults["r"],
             "alpha": defaults["alpha"],
             "dropout": defaults["dropout"],
-            "target_regex": defaults["target"],
+            "target_regex": defaults["target_regex"],
         }
         kwargs.update(overrides)
         self.model = add_lora(self.model, adapter_name, **kwargs)

@@ -375,38 +375,42 @@ def _pretrain(name: str, out_dir: Path | None, steps: int, seed: int, batch_size
     staging = folder.parent / f".{info.name}.tmp-{os.getpid()}"
     if staging.exists():
         shutil.rmtree(staging)
-    with quiet_transformers():
-        model.save_pretrained(str(staging))
-    tokenizer.save_pretrained(str(staging))
-    tail = losses[-min(len(losses), 50):]
-    report = {
-        "model": info.name,
-        "seed": seed,
-        "steps": steps,
-        "batch_size": batch_size,
-        "lr": lr,
-        "schedule": "linear warm-up 5%, cosine to 10% of lr; AdamW(0.9, 0.98), wd 0, clip 1",
-        "curriculum": curriculum.summary(),
-        "train_tasks": tasks,
-        "train_samples": len(train),
-        "eval_task": mc_task[0] if mc_task else None,
-        "eval_split": "test",
-        "final_loss": float(np.mean(tail)),
-        "loss_curve": [round(v, 4) for v in losses[:: max(1, steps // 50)]],
-        "accuracy_before": before,
-        "accuracy_after": after,
-        "parameters": int(sum(p.numel() for p in model.parameters())),
-        "hidden_size": bundle.hidden_size,
-        "num_layers": bundle.num_layers,
-        "weights_sha256": _sha256(staging / WEIGHTS_FILE),
-        "wall_seconds": round(time.perf_counter() - started, 2),
-        "torch_threads": torch.get_num_threads(),
-        "versions": _versions(),
-    }
-    (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    if folder.exists():
-        shutil.rmtree(folder)
-    os.replace(staging, folder)
+    try:
+        with quiet_transformers():
+            model.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        tail = losses[-min(len(losses), 50):]
+        report = {
+            "model": info.name,
+            "seed": seed,
+            "steps": steps,
+            "batch_size": batch_size,
+            "lr": lr,
+            "schedule": "linear warm-up 5%, cosine to 10% of lr; AdamW(0.9, 0.98), wd 0, clip 1",
+            "curriculum": curriculum.summary(),
+            "train_tasks": tasks,
+            "train_samples": len(train),
+            "eval_task": mc_task[0] if mc_task else None,
+            "eval_split": "test",
+            "final_loss": float(np.mean(tail)),
+            "loss_curve": [round(v, 4) for v in losses[:: max(1, steps // 50)]],
+            "accuracy_before": before,
+            "accuracy_after": after,
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+            "hidden_size": bundle.hidden_size,
+            "num_layers": bundle.num_layers,
+            "weights_sha256": _sha256(staging / WEIGHTS_FILE),
+            "wall_seconds": round(time.perf_counter() - started, 2),
+            "torch_threads": torch.get_num_threads(),
+            "versions": _versions(),
+        }
+        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     log.info("pretrained %s in %.1fs: loss %.3f, held-out accuracy %s -> %s", info.name,
              report["wall_seconds"], report["final_loss"], before, after)
     return folder

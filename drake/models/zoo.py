@@ -54,8 +54,8 @@ class ModelInfo:
     offline : bool
         True when the model is built locally and never needs the Hub.
     lora_defaults : mapping
-        ``r``, ``alpha``, ``dropout`` and ``target`` (a peft ``target_modules`` regex): the LoRA
-        setting of the papers for this backbone.
+        ``r``, ``alpha``, ``dropout`` and ``target_regex`` (a peft ``target_modules`` regex):
+        the LoRA setting of the papers for this backbone.
     params : str
         Human-readable parameter count, for ``drake models list``.
     """
@@ -71,7 +71,7 @@ class ModelInfo:
 
 def _lora(r: int, alpha: int, dropout: float) -> Mapping[str, Any]:
     return MappingProxyType(
-        {"r": r, "alpha": alpha, "dropout": dropout, "target": LLM_LINEAR_REGEX}
+        {"r": r, "alpha": alpha, "dropout": dropout, "target_regex": LLM_LINEAR_REGEX}
     )
 
 

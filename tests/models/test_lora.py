@@ -124,3 +124,25 @@ def test_states_do_not_cross_architectures(fresh_llama, vocab):
         load_adapter_state(fresh_llama.model, "llama_client", state)
     with pytest.raises(KeyError, match="no LoRA adapter 'nope'"):
         adapter_state(fresh_llama.model, "nope")
+
+
+def test_training_through_the_bundle_moves_only_the_active_adapter(fresh_llama, samples):
+    model = fresh_llama.add_lora("mine", seed=0)
+    fresh_llama.add_lora("other", seed=1)
+    base = {k: v.clone() for k, v in model.state_dict().items() if "lora_" not in k}
+    other = adapter_state(model, "other")
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    assert trainable and all(p.requires_grad for p in trainable)
+    optimizer = torch.optim.SGD(trainable, lr=0.5)
+    model.train()
+    for _ in range(3):
+        loss = fresh_llama.loss(fresh_llama.collate(samples, train=True))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    mine = adapter_state(model, "mine")
+    assert any(v.abs().sum() > 0 for k, v in mine.items() if "lora_B" in k)
+    assert all(torch.equal(other[k], v) for k, v in adapter_state(model, "other").items())
+    assert all(torch.equal(base[k], v) for k, v in model.state_dict().items() if k in base)
+    assert len(fresh_llama.generate(samples, max_new_tokens=2)) == 3
+    assert fresh_llama.last_hidden(samples).shape == (3, 64)

@@ -92,3 +92,56 @@ def test_no_pickle_in_the_model_zoo():
         assert "import pickle" not in text and "pickle." not in text, source
         for call in re.findall(r"torch\.load\([^)]*\)", text):
             assert "weights_only=True" in call, (source, call)
+
+
+def _fake(task: str, family: str, choices=()) -> dict:
+    return {"task": task, "choices": list(choices), "meta": json.dumps({"family": family})}
+
+
+def test_curriculum_pools():
+    from drake.models.pretrain import curriculum_pools
+
+    samples = [_fake("open", "colour"), _fake("mc", "colour", ["red", "blue"]),
+               _fake("open", "shape"), _fake("open", "caption"), _fake("mc", "claim", ["a"])]
+    pools = curriculum_pools(samples)
+    assert pools["colour"].tolist() == [0]
+    assert pools["attributes"].tolist() == [0, 2]
+    assert pools["all"].tolist() == [0, 1, 2, 3, 4]
+    assert curriculum_pools([_fake("mc", "claim", ["a"])])["colour"].tolist() == [0]
+
+
+def test_curriculum_stages_switch_on_ignition_or_cap():
+    import numpy as np
+
+    from drake.models.pretrain import IGNITION_LOSS, _Curriculum
+
+    pools = {"colour": np.arange(4), "attributes": np.arange(4, 8), "all": np.arange(12)}
+    ignited = _Curriculum(pools, 1000, 2, np.random.default_rng(0))
+    stuck = _Curriculum(pools, 1000, 2, np.random.default_rng(0))
+    for step in range(1000):
+        ignited.advance(step, [IGNITION_LOSS - 0.1] * 60)
+        stuck.advance(step, [IGNITION_LOSS + 0.1] * 60)
+        rows = ignited.batch()
+        stage = ["colour", "attributes", "all"][ignited.stage]
+        assert set(rows.tolist()) <= set(pools[stage].tolist())
+        stuck.batch()
+    assert [(s["stage"], s["from_step"], s["to_step"]) for s in ignited.summary()] == [
+        ("colour", 0, 100), ("attributes", 100, 300), ("all", 300, 1000)]
+    assert [(s["from_step"], s["to_step"]) for s in stuck.summary()] == [
+        (0, 450), (450, 650), (650, 1000)]
+
+
+def test_parallel_workers_give_the_same_weights(tmp_path):
+    from drake.models.pretrain import pretrain_many
+
+    seen = []
+    folders = pretrain_many(["tiny-llava-llama", "tiny-llava-qwen"], workers=2,
+                            out_dir=tmp_path / "par", seed=1, progress=lambda *a: seen.append(a),
+                            **{**MICRO, "steps": 10})
+    alone = pretrain("tiny-llava-llama", out_dir=tmp_path / "alone", seed=1,
+                     **{**MICRO, "steps": 10})
+    assert set(folders) == {"tiny-llava-llama", "tiny-llava-qwen"}
+    assert ((folders["tiny-llava-llama"] / "model.safetensors").read_bytes()
+            == (alone / "model.safetensors").read_bytes())
+    assert {name for name, *_ in seen} == set(folders)
+    assert all(step <= total for _, step, total, _ in seen)

@@ -55,7 +55,7 @@ def test_lora_defaults_follow_fedmosaic():
     for name in EXPECTED_IDS:
         lora = ZOO[name].lora_defaults
         assert (lora["r"], lora["alpha"], lora["dropout"]) == (128, 256, 0.05)
-        assert lora["target"] == LLM_LINEAR_REGEX
+        assert lora["target_regex"] == LLM_LINEAR_REGEX
     for name in TINY_MODELS:
         assert (ZOO[name].lora_defaults["r"], ZOO[name].lora_defaults["alpha"]) == (8, 16)
 
