@@ -41,6 +41,10 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
     models = out / "models"
     say(f"[2/3] pretraining the tiny models (cached in {models})")
     for name in sorted(set(spec.models())):
+        report = models / name / "pretrain_report.json"
+        if report.exists() and json.loads(report.read_text()).get("seed") == seed:
+            say(f"      {name}: cached")
+            continue
         kwargs = {"steps": pretrain_steps} if pretrain_steps else {}
         pretrain(name, out_dir=models, seed=seed, **kwargs)
     results = []
