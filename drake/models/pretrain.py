@@ -19,11 +19,12 @@ Algorithm
    steps and then follows a cosine to 10% of ``lr``. The loss is the mean token cross-entropy on
    the answer tokens (:meth:`ModelBundle.loss`).
 
-   The batches follow a curriculum (:data:`CURRICULUM`): first only colour questions, until the
-   model reads colours (the mean loss of the last 50 steps falls below 0.75 nats, where guessing
-   sits near 1.0) but for at least 10% and at most 45% of the steps; then for 20% of the steps
-   all short-answer attribute questions (colour, shape, size, fill, count, background); then
-   every public sample. A randomly initialised tiny LLaVA
+   The batches follow a curriculum (:data:`CURRICULUM`, :data:`STAGE_MIX`): first only open
+   colour questions, until the model reads colours (the mean loss of the last 50 steps falls
+   below 0.75 nats, where guessing sits near 1.0) but for at least 10% and at most 45% of the
+   steps; then for 20% of the steps half colour and half short-answer attribute questions
+   (colour, shape, size, fill, count, background); then a quarter colour, a quarter attribute
+   questions and half any public sample. A randomly initialised tiny LLaVA
    trained on the full mix from the start learns the answer priors and stops looking at the
    image: its image features turn into a constant within a few dozen steps and held-out accuracy
    stays at chance. Colour, the strongest visual signal, "ignites" the image pathway first.
@@ -74,6 +75,7 @@ __all__ = [
     "curriculum_pools",
     "CURRICULUM",
     "IGNITION_LOSS",
+    "STAGE_MIX",
     "DEFAULT_STEPS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_LR",
@@ -203,8 +205,27 @@ def curriculum_pools(samples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]
             for stage in CURRICULUM}
 
 
+#: Share of each batch drawn from each pool, per stage. Earlier pools stay in later stages so
+#: that the image reading learnt first is not lost when new answer words arrive.
+STAGE_MIX: dict[str, dict[str, float]] = {
+    "colour": {"colour": 1.0},
+    "attributes": {"colour": 0.5, "attributes": 0.5},
+    "all": {"colour": 0.25, "attributes": 0.25, "all": 0.5},
+}
+
+
+def _split(batch_size: int, shares: dict[str, float]) -> dict[str, int]:
+    """Largest-remainder split of ``batch_size`` rows by ``shares`` (ties in key order)."""
+    raw = {k: v * batch_size for k, v in shares.items()}
+    counts = {k: int(v) for k, v in raw.items()}
+    left = batch_size - sum(counts.values())
+    for key in sorted(raw, key=lambda k: (-(raw[k] - counts[k]), list(raw).index(k)))[:left]:
+        counts[key] += 1
+    return counts
+
+
 class _Curriculum:
-    """Stage bookkeeping and batch drawing: epochs of the current stage's pool, shuffled."""
+    """Stage bookkeeping and batch drawing: each pool is read in shuffled epochs."""
 
     def __init__(self, pools: dict[str, np.ndarray], steps: int, batch_size: int,
                  rng: np.random.Generator) -> None:
@@ -212,12 +233,12 @@ class _Curriculum:
         self.stage = 0
         self.starts = [0]
         self.attribute_end = steps
-        self.order, self.pos = rng.permutation(pools[CURRICULUM[0]]), 0
+        self._order = {k: rng.permutation(v) for k, v in pools.items()}
+        self._pos = dict.fromkeys(pools, 0)
 
     def _enter(self, stage: int, step: int) -> None:
         self.stage = stage
         self.starts.append(step)
-        self.order, self.pos = self.rng.permutation(self.pools[CURRICULUM[stage]]), 0
 
     def advance(self, step: int, recent_losses: Sequence[float]) -> None:
         """Move to the next stage when the current one is over (called before each step)."""
@@ -231,18 +252,26 @@ class _Curriculum:
         if self.stage == 1 and step >= self.attribute_end:
             self._enter(2, step)
 
-    def batch(self) -> np.ndarray:
-        size = min(self.batch_size, len(self.order))
-        if self.pos + size > len(self.order):
-            self.order, self.pos = self.rng.permutation(self.pools[CURRICULUM[self.stage]]), 0
-        rows = self.order[self.pos:self.pos + size]
-        self.pos += size
+    def _take(self, pool: str, count: int) -> list[int]:
+        rows: list[int] = []
+        while len(rows) < count:
+            order, pos = self._order[pool], self._pos[pool]
+            if pos >= len(order):
+                self._order[pool], self._pos[pool] = self.rng.permutation(self.pools[pool]), 0
+                continue
+            take = min(count - len(rows), len(order) - pos)
+            rows.extend(int(i) for i in order[pos:pos + take])
+            self._pos[pool] = pos + take
         return rows
+
+    def batch(self) -> np.ndarray:
+        counts = _split(self.batch_size, STAGE_MIX[CURRICULUM[self.stage]])
+        return np.asarray([i for pool, n in counts.items() for i in self._take(pool, n)])
 
     def summary(self) -> list[dict[str, Any]]:
         bounds = [*self.starts, self.steps]
         return [{"stage": CURRICULUM[i], "from_step": bounds[i], "to_step": bounds[i + 1],
-                 "pool": int(len(self.pools[CURRICULUM[i]]))}
+                 "mix": STAGE_MIX[CURRICULUM[i]]}
                 for i in range(len(self.starts))]
 
 

@@ -113,22 +113,31 @@ def test_curriculum_pools():
 def test_curriculum_stages_switch_on_ignition_or_cap():
     import numpy as np
 
-    from drake.models.pretrain import IGNITION_LOSS, _Curriculum
+    from drake.models.pretrain import IGNITION_LOSS, STAGE_MIX, _Curriculum
 
-    pools = {"colour": np.arange(4), "attributes": np.arange(4, 8), "all": np.arange(12)}
-    ignited = _Curriculum(pools, 1000, 2, np.random.default_rng(0))
-    stuck = _Curriculum(pools, 1000, 2, np.random.default_rng(0))
+    pools = {"colour": np.arange(4), "attributes": np.arange(4, 8), "all": np.arange(8, 20)}
+    ignited = _Curriculum(pools, 1000, 4, np.random.default_rng(0))
+    stuck = _Curriculum(pools, 1000, 4, np.random.default_rng(0))
+    drawn = {"colour": [], "attributes": [], "all": []}
     for step in range(1000):
         ignited.advance(step, [IGNITION_LOSS - 0.1] * 60)
         stuck.advance(step, [IGNITION_LOSS + 0.1] * 60)
-        rows = ignited.batch()
-        stage = ["colour", "attributes", "all"][ignited.stage]
-        assert set(rows.tolist()) <= set(pools[stage].tolist())
+        rows = ignited.batch().tolist()
+        assert len(rows) == 4
+        drawn[["colour", "attributes", "all"][ignited.stage]].extend(rows)
         stuck.batch()
     assert [(s["stage"], s["from_step"], s["to_step"]) for s in ignited.summary()] == [
         ("colour", 0, 100), ("attributes", 100, 300), ("all", 300, 1000)]
     assert [(s["from_step"], s["to_step"]) for s in stuck.summary()] == [
         (0, 450), (450, 650), (650, 1000)]
+    # batches follow the stage mix exactly: 4 rows = 2 + 2, then 1 + 1 + 2
+    assert set(drawn["colour"]) == set(range(4))
+    assert sum(r < 4 for r in drawn["attributes"]) == 2 * 200
+    assert sum(r >= 8 for r in drawn["all"]) == 2 * 700
+    assert STAGE_MIX["colour"] == {"colour": 1.0}
+    # pools are read in epochs: every colour index appears equally often in stage one
+    counts = np.bincount(drawn["colour"], minlength=4)
+    assert counts.min() == counts.max() == 100
 
 
 def test_parallel_workers_give_the_same_weights(tmp_path):
