@@ -185,7 +185,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     eval_every=args.eval_every, eval_per_task=args.eval_per_task,
                     frac=args.frac, mc_scoring=args.mc_scoring, model_mix=args.model_mix,
                     pretrained=not args.untrained, model_cache=args.model_cache,
-                    on_client_error=args.on_client_error, method_hparams=hparams)
+                    on_client_error=args.on_client_error, method_hparams=hparams,
+                    eval_initial=args.eval_initial)
     runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
     results = runtime.run()
     m = results["metrics"]
@@ -195,6 +196,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     table.add_row(args.method, *(f"{m[k]:.2f}" for k in ("self_a_last", "self_a_auc",
                                                         "others_a_last", "others_a_auc")))
     Console().print(table)
+    if args.eval_initial:
+        first = json.loads((Path(out) / "metrics.jsonl").read_text().splitlines()[0])
+        print(f"before training: Self {first['self']:.2f}, Others {first['others']:.2f}")
     print(f"results: {Path(out) / 'results.json'}")
     return 0
 
@@ -301,6 +305,8 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--model-cache", default=None, help="where pretrained tiny models live")
     p.add_argument("--untrained", action="store_true", help="use randomly initialised models")
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
+    p.add_argument("--eval-initial", action="store_true",
+                   help="also score the models before training (metrics.jsonl round 0)")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyper-parameter, e.g. --hp lam=0.01")
     p.add_argument("--out", default=None, help="run directory (resumed if it holds a checkpoint)")

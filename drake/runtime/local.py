@@ -68,6 +68,9 @@ class RunConfig:
     pretrained: bool = True
     model_cache: str | None = None
     on_client_error: str = "stop"
+    #: Also score the clients before any training (written to metrics.jsonl as round 0, and
+    #: kept out of results.json's curves so that A_last / A_AUC keep the paper's definition).
+    eval_initial: bool = False
     method_hparams: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -214,6 +217,11 @@ class LocalRuntime:
                 scores[c][task] = self._score([samples[i] for i in idx], [preds[i] for i in idx])
         return scores
 
+    def _point(self, round_: int, scores: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
+        s, o = self._self_others(scores)
+        return {"round": round_, "self": s, "others": o,
+                "scores": {str(c): dict(v) for c, v in scores.items()}}
+
     def _self_others(self, scores: Mapping[int, Mapping[str, float]]) -> tuple[float, float]:
         from evaluators import self_others
 
@@ -309,11 +317,16 @@ class LocalRuntime:
             history = meta["history"]
             comm = meta["comm"]
             errors = meta["errors"]
+            initial = meta.get("initial")
             log.info("resuming %s from round %d", self.out, start)
         else:
             records, pending = self._fresh_records(), {}
             start, history, errors = 0, [], []
             comm = {"up": [], "down": []}
+            initial = None
+            if self.cfg.eval_initial:
+                initial = self._point(0, self.evaluate(records, 0))
+                initial["initial"] = True
         t0 = time.perf_counter()
         rounds_iter = range(start, self.rounds)
         if self.progress:
@@ -323,18 +336,15 @@ class LocalRuntime:
             infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)))
                      for c in range(self.data.num_clients)}
             if (r + 1) % self.cfg.eval_every == 0 or r == self.rounds - 1:
-                scores = self.evaluate(records, r)
-                s, o = self._self_others(scores)
-                point = {"round": r + 1, "self": s, "others": o,
-                         "scores": {str(c): v for c, v in scores.items()}}
-                history.append(point)
+                history.append(self._point(r + 1, self.evaluate(records, r)))
             messages = self.method.aggregate(uploads, infos, r) if uploads else {}
             pending.update(messages)
             comm["up"].append(sum(u.nbytes() for u in uploads.values()))
             comm["down"].append(sum(m.nbytes() for m in messages.values()))
             self._save_checkpoint(r, records, pending,
-                                  {"history": history, "comm": comm, "errors": errors})
-            self._write_metrics(history)
+                                  {"history": history, "comm": comm, "errors": errors,
+                                   "initial": initial})
+            self._write_metrics(([initial] if initial else []) + history)
             if _stop_after is not None and r >= _stop_after:
                 raise DrakeError(f"run stopped after round {r} (test hook)")
         results = self._results(history, comm, errors, time.perf_counter() - t0)

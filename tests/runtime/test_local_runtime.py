@@ -137,3 +137,15 @@ def test_three_seeds_of_drake_eval_submit_and_rank(data, tmp_path, capsys):
     shown = json.loads(capsys.readouterr().out)
     text = json.dumps(shown)
     assert "fedavg" in text and "reproduced" in text
+
+
+def test_initial_evaluation_is_logged_and_kept_out_of_the_curves(data, tmp_path, unbroken):
+    out = tmp_path / "run"
+    with pytest.raises(DrakeError, match="stopped after round 0"):
+        LocalRuntime(config(data, out, eval_initial=True)).run(_stop_after=0)
+    res = LocalRuntime(config(data, out, eval_initial=True)).run()
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [p["round"] for p in lines] == [0, 1, 2, 3]
+    assert lines[0]["initial"] is True and len(lines[0]["scores"]) == 10
+    # the extra evaluation changes neither training nor the reported curves
+    assert res["curves"] == unbroken["curves"] and res["metrics"] == unbroken["metrics"]
