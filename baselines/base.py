@@ -98,6 +98,34 @@ class ClientHandle(Protocol):
 
     def train_samples(self, k: int) -> list[Mapping[str, Any]]: ...
 
+    last_samples: list[Mapping[str, Any]]
+    """The raw samples of the last :meth:`next_batch`."""
+
+    def proxy_gradient(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+        """Flattened gradient of the LM loss on ``samples`` w.r.t. the last layer (output head)
+        of the frozen proxy model; only for methods with ``needs_proxy``."""
+
+
+class AdapterSet(Protocol):
+    """The trainable modules a method puts into one shared base model, addressed by name.
+
+    The runtime's default is a set of peft LoRA adapters (one per :meth:`Method.adapters`
+    entry); a method with modules of its own (FedMosaic's PQ-LoRA and gates) returns its own
+    from :meth:`Method.install`. States are plain named tensors that never contain the name.
+    """
+
+    names: list[str]
+
+    def state(self, name: str) -> State: ...
+
+    def load(self, name: str, state: Mapping[str, torch.Tensor]) -> None: ...
+
+    def params(self, name: str) -> list[torch.nn.Parameter]: ...
+
+    def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
+                 trainable: Sequence[str] = ()) -> None:
+        """Make ``names`` answer (scaled by ``weights``) and ``trainable`` get gradients."""
+
 
 class Method(ABC):
     """Base class of every federated method. Subclasses set ``name`` and override hooks.
@@ -115,10 +143,28 @@ class Method(ABC):
     compute_ratio: ClassVar[float] = 1.0
     #: Architecture groups: parameter averaging happens only inside a group.
     group_by_arch: ClassVar[bool] = True
+    #: Ask the runtime for a frozen proxy model (the smallest architecture, no adapters);
+    #: clients then offer :meth:`ClientHandle.proxy_gradient` (FedMosaic's SIMA).
+    needs_proxy: ClassVar[bool] = False
 
     def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
         self.lr = lr
         self.hparams = {"lr": lr, **hparams}
+
+    # --- set-up --------------------------------------------------------------------------------
+    def setup(self, bundles: Mapping[str, Any], public: Sequence[Mapping[str, Any]], *,
+              seed: int, cache_dir: Any = None) -> None:
+        """One-off step before federated training, on the frozen base models (one per
+        architecture) and the benchmark's public samples: FedMosaic's weight alignment."""
+
+    def install(self, model: torch.nn.Module, *, arch: str, lora: Mapping[str, Any],
+                seed: int) -> AdapterSet | None:
+        """Put the method's own trainable modules into ``model`` (base weights already frozen).
+
+        Return ``None`` (the default) for peft LoRA adapters named by :meth:`adapters`, with
+        ``lora`` (``r``, ``alpha``, ``dropout``, ``target_regex``) as the zoo's defaults.
+        """
+        return None
 
     # --- client side -------------------------------------------------------------------------
     def adapters(self) -> dict[str, AdapterConfig]:

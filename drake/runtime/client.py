@@ -32,8 +32,8 @@ def lora_layers(model: torch.nn.Module) -> list[Any]:
     return [m for m in model.modules() if isinstance(m, LoraLayer)]
 
 
-class AdapterControl:
-    """Activate a weighted set of LoRA adapters on one peft model.
+class PeftAdapters:
+    """The default :class:`~baselines.base.AdapterSet`: named peft LoRA adapters on one model.
 
     LoRA deltas of active adapters add up; a weight w scales adapter a's delta by w (its
     ``scaling`` becomes w · alpha / r), which is how FedDPA's ½G + ½L and instance-wise
@@ -45,8 +45,17 @@ class AdapterControl:
         self.layers = lora_layers(model)
         self.base = [{n: layer.scaling[n] for n in names} for layer in self.layers]
         self.names = list(names)
-        self.params = {n: [p for k, p in model.named_parameters()
-                           if "lora_" in k and f".{n}." in k] for n in names}
+        self._params = {n: [p for k, p in model.named_parameters()
+                            if "lora_" in k and f".{n}." in k] for n in names}
+
+    def state(self, name: str) -> dict[str, torch.Tensor]:
+        return adapter_state(self.model, name)
+
+    def load(self, name: str, state: Mapping[str, torch.Tensor]) -> None:
+        load_adapter_state(self.model, name, dict(state))
+
+    def params(self, name: str) -> list[torch.nn.Parameter]:
+        return self._params[name]
 
     def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
                  trainable: Sequence[str] = ()) -> None:
@@ -56,7 +65,7 @@ class AdapterControl:
             layer.set_adapter(names)
             for n, w in zip(names, weights):
                 layer.scaling[n] = base[n] * w
-        for n, params in self.params.items():
+        for n, params in self._params.items():
             for p in params:
                 p.requires_grad_(n in trainable)
 
@@ -64,9 +73,9 @@ class AdapterControl:
 class RuntimeClient:
     """A client's handle for one turn: the Method API's ClientHandle."""
 
-    def __init__(self, cid: int, arch: str, bundle, control: AdapterControl, record: ClientRecord,
+    def __init__(self, cid: int, arch: str, bundle, control, record: ClientRecord,
                  memory: Sequence[str], data, *, round_: int, steps: int, batch_size: int,
-                 lr: float, seed: int) -> None:
+                 lr: float, seed: int, proxy=None) -> None:
         self.id = cid
         self.arch = arch
         self.round = round_
@@ -80,19 +89,21 @@ class RuntimeClient:
         self.batch_size = batch_size
         self.lr = lr
         self.rng = np.random.default_rng([seed, round_, cid, 17])
+        self.proxy = proxy
+        self.last_samples: list[Mapping[str, Any]] = []
         self._optims: dict[str, torch.optim.Optimizer] = {}
         for name, state in record.adapters.items():
-            load_adapter_state(bundle.model, name, state)
+            control.load(name, state)
 
     # --- state ---------------------------------------------------------------------------
     def get(self, adapter: str) -> dict[str, torch.Tensor]:
-        return adapter_state(self.bundle.model, adapter)
+        return self.control.state(adapter)
 
     def set(self, adapter: str, state: Mapping[str, torch.Tensor]) -> None:
-        load_adapter_state(self.bundle.model, adapter, dict(state))
+        self.control.load(adapter, state)
 
     def params(self, adapter: str) -> list[torch.nn.Parameter]:
-        return self.control.params[adapter]
+        return self.control.params(adapter)
 
     def _optimizer(self, adapter: str) -> torch.optim.Optimizer:
         if adapter not in self._optims:
@@ -125,7 +136,8 @@ class RuntimeClient:
         return self.data.samples([self.memory[i] for i in idx])
 
     def next_batch(self) -> dict[str, torch.Tensor]:
-        return self.bundle.collate(self._draw(self.batch_size), train=True)
+        self.last_samples = self._draw(self.batch_size)
+        return self.bundle.collate(self.last_samples, train=True)
 
     def train_samples(self, k: int) -> list[Mapping[str, Any]]:
         return self._draw(min(k, len(self.memory))) if self.memory else []
@@ -138,8 +150,8 @@ class RuntimeClient:
 
     def step(self, adapter, loss: torch.Tensor, reset_to=None) -> None:
         names = [adapter] if isinstance(adapter, str) else list(adapter)
-        for params in self.control.params.values():
-            for p in params:
+        for name in self.control.names:
+            for p in self.control.params(name):
                 p.grad = None
         loss.backward()
         if reset_to is not None:
@@ -153,3 +165,16 @@ class RuntimeClient:
         self.bundle.model.eval()
         with torch.no_grad():
             return self.bundle.last_hidden(list(samples))
+
+    def proxy_gradient(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+        if self.proxy is None:
+            raise RuntimeError("this method did not ask for a proxy model (needs_proxy)")
+        head = self.proxy.model.get_output_embeddings().weight
+        head.requires_grad_(True)
+        try:
+            self.proxy.model.eval()
+            loss = self.proxy.loss(self.proxy.collate(list(samples), train=True))
+            (grad,) = torch.autograd.grad(loss, head)
+        finally:
+            head.requires_grad_(False)
+        return grad.detach().flatten()

@@ -85,6 +85,8 @@ class FederatedData:
         self._rows: dict[str, dict[str, Any]] = {}
         wanted_tasks = set(include_tasks) if include_tasks is not None else None
         self.test_ids: dict[str, list[str]] = {}
+        public = set(self.spec.get("public_tasks", []))
+        self.public_ids: list[str] = []
         for task, splits in self.manifest["tasks"].items():
             if wanted_tasks is not None and task not in wanted_tasks:
                 continue
@@ -94,6 +96,8 @@ class FederatedData:
                         self._rows[row["id"]] = row
                         if split == "test":
                             self.test_ids.setdefault(task, []).append(row["id"])
+                        elif task in public:
+                            self.public_ids.append(row["id"])
         # A client's own tasks: those in its stream, in arrival order (for DRAKE's by_task
         # scenarios this is exactly the client's task list).
         self.client_tasks = []
@@ -110,6 +114,11 @@ class FederatedData:
 
     def samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
         return [self._rows[i] for i in ids]
+
+    def public_samples(self, limit: int | None = None) -> list[Mapping[str, Any]]:
+        """Training samples of the benchmark's public tasks (none for most real benchmarks),
+        in stable order; what one-off alignment steps may use."""
+        return self.samples(self.public_ids[:limit])
 
     @property
     def manifest_path(self) -> Path:

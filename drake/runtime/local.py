@@ -33,7 +33,7 @@ from safetensors.torch import load_file, save_file
 
 from baselines.base import ClientInfo, Payload, get_method
 from drake.errors import DrakeError
-from drake.runtime.client import AdapterControl, ClientRecord, RuntimeClient
+from drake.runtime.client import ClientRecord, PeftAdapters, RuntimeClient
 from drake.runtime.data import FederatedData
 
 log = logging.getLogger(__name__)
@@ -133,24 +133,42 @@ class LocalRuntime:
             torch.manual_seed(self.cfg.seed)
             bundle = load_model(arch, cache_dir=cache, pretrained=self.cfg.pretrained,
                                 seed=self.cfg.seed)
+            for p in bundle.model.parameters():
+                p.requires_grad_(False)
+            self.bundles[arch] = bundle
+        self.proxy = None
+        if self.method.needs_proxy:
+            # a separate, adapter-free copy of the smallest architecture (SIMA's proxy)
+            small = min(self.bundles, key=lambda a: sum(
+                p.numel() for p in self.bundles[a].model.parameters()))
+            torch.manual_seed(self.cfg.seed)
+            self.proxy = load_model(small, cache_dir=cache, pretrained=self.cfg.pretrained,
+                                    seed=self.cfg.seed)
+            for p in self.proxy.model.parameters():
+                p.requires_grad_(False)
+        self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
+                          cache_dir=cache)
+        for arch, bundle in self.bundles.items():
             info = bundle.info if hasattr(bundle, "info") else ZOO[arch]
             defaults = dict(info.lora_defaults)
-            model = bundle.model
-            for name, acfg in self.method.adapters().items():
-                model = add_lora(model, name,
-                                 r=acfg.r or self.cfg.lora_r or defaults["r"],
-                                 alpha=acfg.alpha or self.cfg.lora_alpha or defaults["alpha"],
-                                 dropout=acfg.dropout if acfg.dropout is not None
-                                 else defaults.get("dropout", 0.0),
-                                 target_regex=defaults.get("target_regex"))
-            bundle.model = model
-            for p in model.parameters():
-                p.requires_grad_(False)
-            control = AdapterControl(model, list(self.method.adapters()))
-            self.bundles[arch], self.controls[arch] = bundle, control
-            from drake.models import adapter_state
-
-            self.init_state[arch] = {n: adapter_state(model, n) for n in self.method.adapters()}
+            lora = {"r": self.cfg.lora_r or defaults["r"],
+                    "alpha": self.cfg.lora_alpha or defaults["alpha"],
+                    "dropout": defaults.get("dropout", 0.0),
+                    "target_regex": defaults.get("target_regex")}
+            control = self.method.install(bundle.model, arch=arch, lora=lora, seed=self.cfg.seed)
+            if control is None:
+                model = bundle.model
+                for i, (name, acfg) in enumerate(self.method.adapters().items()):
+                    init = int(np.random.default_rng([self.cfg.seed, i]).integers(2**31))
+                    model = add_lora(model, name, r=acfg.r or lora["r"], seed=init,
+                                     alpha=acfg.alpha or lora["alpha"],
+                                     dropout=acfg.dropout if acfg.dropout is not None
+                                     else lora["dropout"],
+                                     target_regex=lora["target_regex"])
+                bundle.model = model
+                control = PeftAdapters(model, list(self.method.adapters()))
+            self.controls[arch] = control
+            self.init_state[arch] = {n: control.state(n) for n in control.names}
 
     def _fresh_records(self) -> dict[int, ClientRecord]:
         return {c: ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
@@ -162,7 +180,7 @@ class LocalRuntime:
         return RuntimeClient(c, arch, self.bundles[arch], self.controls[arch], record,
                              self.data.streams[c].seen(round_), self.data, round_=round_,
                              steps=self.steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr,
-                             seed=self.cfg.seed)
+                             seed=self.cfg.seed, proxy=self.proxy)
 
     # --- evaluation ----------------------------------------------------------------------------
     def _answer(self, handle: RuntimeClient):
