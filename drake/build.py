@@ -11,6 +11,10 @@ Guarantees
   builder version changed.
 * **Idempotent.** The same spec and seed give byte-identical shards and manifest (no clocks or
   paths are written).
+* **Accounted.** For real sources every task split reconciles, and the manifest says so:
+  ``source_rows = kept + dropped-by-rule + rejected-with-reason`` (``manifest["sources"]``); each
+  rejected source row is one line of ``rejected.jsonl`` (hashed in ``manifest["rejected"]``).
+  ``strict=True`` makes any rejection fatal before a shard is written.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +36,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from drake import __version__
-from drake.errors import BuildError, SchemaError
+from drake.errors import BuildError, SchemaError, UnknownNameError
 from drake.schema import features, to_row, validate_sample
-from drake.sources import source_for
-from drake.specs import SPLITS, BenchmarkSpec
+from drake.sources import AdapterSource, source_for
+from drake.specs import SPLITS, BenchmarkSpec, ClientSpec
 
 log = logging.getLogger(__name__)
 
 BUILDER_VERSION = "1"
 MANIFEST = "manifest.json"
 JOURNAL = ".journal.jsonl"
+REJECTED = "rejected.jsonl"
 SHARD_ROWS = 500
+STRICT_SHOWN = 10  # rejections a --strict error spells out
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -125,10 +131,50 @@ def _read_ids(path: Path) -> list[str]:
     return pq.read_table(path, columns=["id"]).column("id").to_pylist()
 
 
-def build_key(spec: BenchmarkSpec, seed: int, image_size: int) -> str:
-    blob = json.dumps({"spec": spec.fingerprint(), "seed": seed, "image_size": image_size,
-                       "builder": BUILDER_VERSION}, sort_keys=True)
+def build_key(spec: BenchmarkSpec, seed: int, image_size: int, source: str = "") -> str:
+    """Identity of a build for resuming: spec, seed, image size, builder (and real source)."""
+    fields = {"spec": spec.fingerprint(), "seed": seed, "image_size": image_size,
+              "builder": BUILDER_VERSION}
+    if source:
+        fields["source"] = source
+    blob = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def restrict_spec(spec: BenchmarkSpec, task_ids: Iterable[str]) -> BenchmarkSpec:
+    """``spec`` cut down to some of its tasks (``drake build --tasks``).
+
+    Clients keep their selected tasks in order; clients left with none are dropped, with their
+    entry in every model mix. Scenarios are kept while a client remains. The benchmark keeps
+    its name, and its description says which tasks it holds.
+    """
+    wanted = list(dict.fromkeys(task_ids))
+    known = [t.id for t in spec.tasks]
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        raise UnknownNameError(f"benchmark {spec.name} has no task(s) {unknown}; its tasks: "
+                               f"{', '.join(known)}")
+    keep = set(wanted)
+    clients, kept = [], []
+    for i, client in enumerate(spec.clients):
+        tasks = tuple(t for t in client.tasks if t in keep)
+        if tasks:
+            clients.append(ClientSpec(client.id, tasks))
+            kept.append(i)
+    mixes = {k: tuple(v[i] for i in kept) for k, v in spec.model_mixes.items()} if clients \
+        else {}
+    return replace(
+        spec,
+        description=f"{spec.description} [restricted to {len(keep)} of {len(known)} tasks: "
+        f"{', '.join(t for t in known if t in keep)}]",
+        tasks=tuple(t for t in spec.tasks if t.id in keep),
+        clients=tuple(clients),
+        unseen_tasks=tuple(t for t in spec.unseen_tasks if t in keep),
+        public_tasks=tuple(t for t in spec.public_tasks if t in keep),
+        model_mixes=mixes,
+        default_mix=spec.default_mix if mixes else "",
+        scenarios=spec.scenarios if clients else (),
+    )
 
 
 def _load_journal(partial: Path, key: str) -> dict[str, dict[str, Any]]:
@@ -172,6 +218,11 @@ def build(
     shard_rows: int = SHARD_ROWS,
     overwrite: bool = False,
     progress: Callable[[Iterable, int], Iterable] | None = None,
+    source_dir: Path | str | None = None,
+    revision: str | None = None,
+    cache_dir: Path | str | None = None,
+    strict: bool = False,
+    convert_progress: Callable[[Iterable, int], Iterable] | None = None,
     _stop_after: int | None = None,
 ) -> Path:
     """Build ``spec`` into ``out/<spec.name>`` and return that folder.
@@ -192,6 +243,16 @@ def build(
         Replace an existing complete build; otherwise an existing one is an error.
     progress : callable, optional
         Wraps the shard iterator (e.g. a tqdm bar): ``progress(iterable, total)``.
+    source_dir : path, optional
+        Real benchmarks: read the source files from this folder instead of the Hub.
+    revision : str, optional
+        Real benchmarks: Hub branch, tag or commit of the source repo.
+    cache_dir : path, optional
+        Real benchmarks: Hugging Face cache (default ``$HF_HOME/hub``).
+    strict : bool
+        Real benchmarks: fail on the first build that rejects any source row.
+    convert_progress : callable, optional
+        Wraps the iterator over task splits being converted (real benchmarks).
     _stop_after : int, optional
         Testing hook: stop (as a crash would) after this many newly written shards.
     """
@@ -202,11 +263,30 @@ def build(
     if final.exists() and not (final / MANIFEST).exists() and any(final.iterdir()):
         raise BuildError(f"{final} exists and is not a DRAKE build (no {MANIFEST}); remove it or "
                          f"choose another --out")
-    source = source_for(spec, seed, image_size)
+    from drake.adapters import AdapterOptions
+
+    options = AdapterOptions(source_dir=Path(source_dir) if source_dir else None,
+                             revision=revision, cache_dir=Path(cache_dir) if cache_dir else None,
+                             seed=seed, strict=strict)
+    source = source_for(spec, seed, image_size, options=options)
+    real = isinstance(source, AdapterSource)
+    if real:
+        source.fetch()  # downloads (or fails) before anything is written
     partial = final.parent / f".{final.name}.partial"
-    key = build_key(spec, seed, image_size)
+    key = build_key(spec, seed, image_size, source.fingerprint() if real else "")
     done = _load_journal(partial, key)
+    fresh = not partial.exists()
     partial.mkdir(parents=True, exist_ok=True)
+    if real:
+        try:
+            rejections = source.prepare(partial, convert_progress)
+        except BaseException:
+            if fresh and not (partial / JOURNAL).exists():
+                shutil.rmtree(partial, ignore_errors=True)
+            raise
+        _write_rejections(partial, rejections)
+        if strict and rejections:
+            raise BuildError(_strict_message(rejections, partial / REJECTED))
     plans = plan_shards(spec, source, shard_rows)
     todo, results = [], {}
     for plan in plans:
@@ -230,6 +310,8 @@ def build(
                 raise BuildError(f"build stopped after {written} shards (test hook)")
     _check_unique_ids(plans, results)
     manifest = make_manifest(spec, seed, image_size, plans, results)
+    if real:
+        add_source_counts(manifest, source, partial)
     from drake.scenarios import write_scenario
 
     for scenario in spec.scenarios:
@@ -240,8 +322,48 @@ def build(
 
     write_card(spec, manifest, partial)
     (partial / JOURNAL).unlink()
-    _swap_into_place(partial, final)
+    shutil.rmtree(partial / ".sources", ignore_errors=True)
+    swap_into_place(partial, final)
     return final
+
+
+def _write_rejections(folder: Path, rejections: list[dict[str, str]]) -> None:
+    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rejections)
+    (folder / REJECTED).write_text(lines, encoding="utf-8")
+
+
+def _strict_message(rejections: list[dict[str, str]], listing: Path) -> str:
+    shown = "; ".join(f"{r['where'] or r['task']}: sample {r['source_id']!r} ({r['task']} "
+                      f"{r['split']}): {r['reason']}: {r['detail']}"
+                      for r in rejections[:STRICT_SHOWN])
+    more = len(rejections) - STRICT_SHOWN
+    tail = f"; and {more} more" if more > 0 else ""
+    return (f"--strict: {len(rejections)} source row(s) rejected: {shown}{tail}. All are listed "
+            f"in {listing}; build without --strict to skip them, or fix the source")
+
+
+def add_source_counts(manifest: dict[str, Any], source: AdapterSource, folder: Path) -> None:
+    """Record per task split where the rows went, and hash ``rejected.jsonl``.
+
+    Raises BuildError when a split does not reconcile or its kept count differs from the rows
+    written (either is a bug, never a data problem).
+    """
+    sources: dict[str, Any] = {}
+    for task, splits in source.counts.items():
+        for split, c in splits.items():
+            total = c["kept"] + sum(c["dropped"].values()) + sum(c["rejected"].values())
+            written = manifest["tasks"].get(task, {}).get(split, {}).get("rows", 0)
+            if total != c["source_rows"] or written != c["kept"]:
+                raise BuildError(f"task {task} split {split}: source rows {c['source_rows']}, "
+                                 f"kept {c['kept']} (written {written}), dropped {c['dropped']}, "
+                                 f"rejected {c['rejected']}: the counts do not reconcile")
+        sources[task] = {"splits": splits}
+        if task in source.origins:
+            sources[task]["origin"] = source.origins[task]
+    path = Path(folder) / REJECTED
+    rows = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    manifest["sources"] = sources
+    manifest["rejected"] = {"file": REJECTED, "rows": rows, "sha256": sha256_file(path)}
 
 
 def _run(spec, source, todo, partial, num_proc, progress):
@@ -300,7 +422,7 @@ def make_manifest(spec, seed, image_size, plans, results) -> dict[str, Any]:
     }
 
 
-def _swap_into_place(partial: Path, final: Path) -> None:
+def swap_into_place(partial: Path, final: Path) -> None:
     """Rename the finished partial folder onto ``final``; an old build is removed only after."""
     old = None
     if final.exists():

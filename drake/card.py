@@ -15,10 +15,11 @@ from typing import Any
 from drake.specs import BenchmarkSpec
 
 
-def _yaml_header(spec: BenchmarkSpec, manifest: dict[str, Any] | None) -> str:
+def _yaml_header(spec: BenchmarkSpec, manifest: dict[str, Any] | None,
+                 pretty_name: str | None = None, extra: tuple[str, ...] = ()) -> str:
     lines = ["---", "license: other", "task_categories:", "- visual-question-answering",
-             "- image-text-to-text", f"pretty_name: {spec.name}", "configs:",
-             "- config_name: default", "  data_files:"]
+             "- image-text-to-text", f"pretty_name: {pretty_name or spec.name}", *extra,
+             "configs:", "- config_name: default", "  data_files:"]
     splits = ("train", "test")
     for split in splits:
         lines += [f"  - split: {split}", f"    path: tasks/*/{split}-*.parquet"]
@@ -49,6 +50,39 @@ def task_table(spec: BenchmarkSpec, manifest: dict[str, Any] | None = None) -> s
     return "\n".join(rows)
 
 
+def source_task_table(spec: BenchmarkSpec) -> str:
+    """A markdown table of real tasks: client, what it asks, source tar, licence, format, caps."""
+    client_of = {t: c.id for c in spec.clients for t in c.tasks}
+    rows = ["| task | group | client | description | source: file | licence | answer type | "
+            "metric | images | train cap | test cap |", "|---" * 11 + "|"]
+    for t in spec.tasks:
+        lo, hi = t.num_images
+        images = str(lo) if lo == hi else f"{lo}-{hi}"
+        args = t.source_args
+        where = f": {args.get('repo', '')} `{args['file']}`" if args.get("file") else ""
+        rows.append(f"| {t.id} | {t.subgroup} | {client_of.get(t.id, 'unseen')} | "
+                    f"{t.description} | {t.citation}{where} | {t.licence} | "
+                    f"{t.answer_type} | {t.metrics[0]} | {images} | {t.caps.get('train', '')} | "
+                    f"{t.caps.get('test', '')} |")
+    return "\n".join(rows)
+
+
+def counts_table(manifest: dict[str, Any]) -> str:
+    """Where every source row of a real build went, per task split (empty for synthetic)."""
+    sources = manifest.get("sources")
+    if not sources:
+        return ""
+    rows = ["| task | split | source rows | kept | dropped (rule) | rejected (reason) |",
+            "|---|---|---|---|---|---|"]
+    for task, info in sources.items():
+        for split, c in info["splits"].items():
+            dropped = ", ".join(f"{k}: {v}" for k, v in c["dropped"].items()) or "-"
+            rejected = ", ".join(f"{k}: {v}" for k, v in c["rejected"].items()) or "-"
+            rows.append(f"| {task} | {split} | {c['source_rows']} | {c['kept']} | {dropped} | "
+                        f"{rejected} |")
+    return "\n".join(rows)
+
+
 def client_table(spec: BenchmarkSpec, mix: str | None = None) -> str:
     """A markdown table: client, its model under the mix, its tasks in stream order."""
     if not spec.clients:
@@ -75,6 +109,11 @@ def folder_card(spec: BenchmarkSpec, manifest: dict[str, Any]) -> str:
         "## Tasks",
         task_table(spec, manifest),
     ]
+    if manifest.get("sources"):
+        parts += ["## Source rows",
+                  "Every source row is kept, dropped by a rule (`cap`) or rejected with a reason; "
+                  f"the rejected ones are listed in `{manifest['rejected']['file']}`.",
+                  counts_table(manifest)]
     if spec.clients:
         parts += [f"## Clients (model mix `{spec.default_mix}`)", client_table(spec)]
     if spec.unseen_tasks:
@@ -108,11 +147,13 @@ It also builds the classification and generation setups of pFedMMA, TAP and Fedi
 
 Everything below the headings marked *generated* is rendered from the registry
 (`drake/catalog/`) by `python -m drake.card > DATASET_CARD.md`, and a test checks that this
-file is up to date.
+file is up to date. The YAML header above is the Hub card of a built DRAKE folder: one `configs`
+entry per task, so `datasets.load_dataset(<folder or repo>, "<task>")` loads one task.
 
 ## How a benchmark is built
 
-`drake build --benchmark NAME --out DIR` writes `DIR/NAME/`:
+`drake build --benchmark NAME --out DIR` writes `DIR/NAME/` (`drake build --out ./data` builds
+DRAKE):
 
 - `tasks/<task>/<split>-NNNNN-of-NNNNN.parquet`: samples in the schema below. Each task is stored
   once.
@@ -122,10 +163,45 @@ file is up to date.
 - `README.md`: a Hub dataset card with one `configs` entry per task.
   `datasets.load_dataset("DIR/NAME")` loads all tasks; `load_dataset("DIR/NAME", "<task>")`
   loads one.
+- `partitions/<scenario>.parquet`: who gets which sample, in which round (see *Streams*).
+- `rejected.jsonl` (real data only): one JSON object per source row that was refused, with the
+  task, split, source id, reason and the file it came from.
 
 Builds are atomic: they write to `.NAME.partial` and rename at the end. They are resumable:
 journalled shards whose hash still matches are skipped. `drake verify DIR/NAME` re-hashes every
-shard and re-counts its rows.
+shard and re-counts its rows; for real data it also checks the accounting below and
+`rejected.jsonl`.
+
+**Real sources.** DRAKE and HFLB are read from the released Hub dataset repos `SNUMPR/DRAKE` and
+`SNUMPR/HFLB`, one `<Dataset>.tar` per source dataset. Only the tars of the requested tasks are
+downloaded (`hf_hub_download`, one file at a time; `--tasks` narrows a build), into the Hugging
+Face cache (`--cache-dir`, default `$HF_HOME/hub`), at `--revision` if given. The tars are read
+in place, never unpacked. `--source-dir DIR` reads `DIR/<Dataset>.tar` or an unpacked
+`DIR/<Dataset>/` instead. With `HF_HUB_OFFLINE=1` only the cache is read; with no network and
+no cache the build stops within seconds and names the offline alternatives (drake-synth,
+`--source-dir`, a pre-filled `HF_HOME`).
+
+**Accounting.** For every task split, the manifest's `sources` records
+`source_rows = kept + dropped (by rule) + rejected (by reason)`. The only rule is `cap` (at most
+10,000 train and 2,000 test rows per task, a seeded random subset kept in source order). A row
+is rejected, never repaired, when a field is missing, its `<image>` count differs from its image
+list (`image-token-mismatch`), an image is absent or does not decode (`unreadable-image`), a
+multiple-choice answer is not among the options parsed from the prompt (`choice-not-found`), the
+answer is empty, or its id repeats (`duplicate-id`). `--strict` turns any rejection into an
+error naming the file, sample id and reason.
+
+**Samples.** The prompt is the released human turn unchanged; the answer is the gpt turn.
+The choices are parsed from the prompt (`drake/adapters/choices.py`): `Choice list:[...]` (also
+`Choice List: [...]`, `|`-separated lists, quoted options), a bare `[...]` line, lettered
+`A. ... B. ...` options (the choices are the letters when the answer is a letter), `Image A:`
+multi-image options, and World Cuisines' numbered answer ids. An answer that matches an option
+only up to letter case takes the option's spelling (the released spelling is kept in `meta`).
+Images keep their released bytes. `meta` holds the source id, file, subset and image paths.
+
+**Prebuilt folders.** `drake download --benchmark NAME --out DIR` fetches a built folder from
+the Hub dataset repo `drake-pfl/NAME` (`--repo` for another; pin `--revision` to a commit for
+identical bytes), checks every file against the manifest's sha256 and moves it into place only
+if all match. `drake push DIR --repo ID` verifies a folder and uploads it with its card.
 
 **Splits.** Real tasks keep the released train/test files. drake-synth draws train and test
 independently: sample *i* of a split depends only on (seed, task, split, i).
@@ -138,7 +214,7 @@ samples are shuffled into 20 round chunks.
 
 | field | type | meaning |
 |---|---|---|
-| id | string | unique within the benchmark |
+| id | string | unique within the benchmark (`<task>-<split>-<source id>` for real data) |
 | task | string | task id |
 | images | list of Image | zero or more images (PNG bytes for generated data) |
 | prompt | string | text prompt, exactly one `<image>` per image |
@@ -153,6 +229,31 @@ samples are shuffled into 20 round chunks.
 PROJECT_PROSE_TAIL = """\
 ## Known quirks of the released DRAKE data and scenarios
 
+- **Tar layout and image paths.** Each `<Dataset>.tar` unpacks to `<Dataset>/` (images,
+  `train/dataset-<subset>.json`, `test/dataset-<subset>.json`); the reference code unpacks it
+  inside a `dataset/` folder, and the records' image paths are relative to that code's root
+  (`dataset/<Dataset>/...`). The adapter resolves a path as written, without the `dataset/`
+  prefix, from the `<Dataset>/` folder on, or under `<Dataset>/`.
+- **Bongard-HOI subset ids** are ambiguous: the released task list names 0 the positive/negative
+  query (7 images: 3 positive, 3 negative, 1 query), 1 the common-action choice (6 images) and 2
+  the odd-action image (4 images), while the public generation scripts write the common-action
+  set to `dataset-0.json` and the odd-action set to `dataset-2.json`. The adapter decides from
+  the released files' content: each Bongard-HOI task reads the candidate subset (0, 1 or 2)
+  whose train records all carry the task's image count (7, 6 and 4 for tasks 0, 1 and 2); the
+  declared id wins when it fits. The file actually read is recorded in the manifest
+  (`sources.<task>.origin.subset`) and in every sample's `meta.subset`.
+- **Renumbered subsets.** Later scenario scripts of the authors copy or subsample subset files
+  under new ids (e.g. `dataset-30.json`, `dataset-40.json`). Only the ids of the released task
+  lists are read; other files in a tar are ignored.
+- **Two-digit HFLB ids.** HFLB's GQA tasks are subsets 10-13, 20-23 and 30-33 of one dataset
+  (`GQA-21` is `GQA/…/dataset-21.json`), not datasets `GQA-1`.., which a split at the first
+  dash would suggest. The tar names of HFLB follow DRAKE's one-tar-per-dataset convention;
+  `--source-dir` reads an unpacked copy if the repo differs.
+- **Sizes.** The release caps tasks at 10k train / 2k test, then subsamples some tests to about
+  1k and some trains to 4k-8k. The suite applies the caps again and keeps what the files hold.
+- **Option wording varies** (`Choice list:[...]`, `Choice List: [...]`, `|` separators,
+  lettered options, `Image A:` options, answer ids). The reference evaluation parses them with
+  prompt-specific heuristics; the suite parses them once at build time and stores `choices`.
 - **Client numbering.** The released scenario files number the clients differently from the
   paper's Tab. 23. The table above gives the Tab. 23 number of each released client. The suite
   follows the released files.
@@ -162,9 +263,6 @@ PROJECT_PROSE_TAIL = """\
   the reverse of the paper. The count (4 small, 6 large) matches. The suite follows the release.
 - **Task order.** Within a client, the released order differs from Tab. 23. The dynamic stream
   uses the released order.
-- **Bongard-HOI subset ids** are ambiguous in the released task list. The mapping used is the
-  one in the table above (0: positive/negative query, 1: common action, 2: action incoherence).
-  The real-data adapter will confirm it against the released files' content.
 - **Multiple-choice scoring** in the reference code parses options from the prompt wording. The
   suite scores with `evaluators.match_choice`, which documents its rules. Unparseable outputs
   count as wrong.
@@ -187,9 +285,40 @@ Sizes are presets (`--size tiny|small|medium|large`; default `small`).
 ## Licences and citation
 
 drake-synth is generated by this suite (Apache-2.0). Each real task keeps the licence of its
-source dataset; check the source before redistributing a build. Cite the FedMosaic/DRAKE paper
-for DRAKE and HFLB, and the source datasets listed per task.
+source dataset (table *Sources* above): licences marked *(Hub card)* were read from the upstream
+dataset card; the DRAKE and HFLB releases state none for the others, so check the upstream terms
+before redistributing a build. The suite ships no real data. Cite the FedMosaic paper for DRAKE
+and HFLB, and the source datasets of the tasks you use:
+
+```bibtex
+@inproceedings{seo2026colora,
+  title     = {Co-LoRA: Collaborative Model Personalization on Heterogeneous Multi-Modal Clients},
+  author    = {Seo, Minhyuk and Kim, Taeheon and Lee, Hankook and Choi, Jonghyun and
+               Tuytelaars, Tinne},
+  booktitle = {The Fourteenth International Conference on Learning Representations (ICLR)},
+  year      = {2026},
+  url       = {https://openreview.net/forum?id=0g5Dk4Qfh0}
+}
+```
 """
+
+
+def sources_table() -> str:
+    """One row per source dataset of DRAKE and HFLB: tar, upstream, licence, tasks."""
+    from drake.catalog.drake import DRAKE_SOURCES
+    from drake.registry import get_benchmark
+
+    tasks: dict[str, list[str]] = {}
+    repo: dict[str, str] = {}
+    for name in ("drake", "hflb"):
+        for t in get_benchmark(name).tasks:
+            tasks.setdefault(t.source_args["dataset"], []).append(t.id)
+            repo[t.source_args["dataset"]] = t.source_args["repo"]
+    rows = ["| dataset | file | upstream | licence | tasks |", "|---|---|---|---|---|"]
+    for dataset, (upstream, licence) in DRAKE_SOURCES.items():
+        rows.append(f"| {dataset} | {repo[dataset]} `{dataset}.tar` | {upstream} | {licence} | "
+                    f"{', '.join(tasks[dataset])} |")
+    return "\\n".join(rows)
 
 
 def project_card() -> str:
@@ -208,20 +337,26 @@ def project_card() -> str:
     others = ["| benchmark | protocol | tasks | source |", "|---|---|---|---|"] + [
         f"| {b.name} | {b.protocol} | {', '.join(t.id for t in b.tasks)} | {b.source_note} |"
         for b in list_benchmarks() if b.name not in ("drake", "hflb", "drake-synth")]
-    header = _yaml_header(synth, None).replace(f"pretty_name: {synth.name}", "pretty_name: DRAKE")
+    header = _yaml_header(drake_spec, None, pretty_name="DRAKE", extra=(
+        "license_details: each task keeps the licence of its source dataset (see Sources)",
+        "language:", "- en", "size_categories:", "- 100K<n<1M", "tags:",
+        "- federated-learning", "- personalization", "- multi-image", "- benchmark"))
     parts = [
         header, PROJECT_PROSE_HEAD,
-        "## DRAKE tasks (generated)", task_table(drake_spec),
+        "## DRAKE tasks (generated)",
+        "Client = released client index; caps are the maximum rows kept per split.",
+        source_task_table(drake_spec),
         "## DRAKE clients, released hetero Llama 1B/3B scenario (generated)",
-        client_table(drake_spec), "\n".join(tab23),
-        "## DRAKE model mixes (generated)", "\n".join(mixes),
-        "## HFLB (generated)", task_table(hflb), client_table(hflb),
+        client_table(drake_spec), "\\n".join(tab23),
+        "## DRAKE model mixes (generated)", "\\n".join(mixes),
+        "## HFLB (generated)", source_task_table(hflb), client_table(hflb),
+        "## Sources (generated)", sources_table(),
         "## drake-synth tasks (generated)", task_table(synth),
         "## drake-synth clients (generated)", client_table(synth),
-        "## Other benchmarks (generated)", "\n".join(others),
+        "## Other benchmarks (generated)", "\\n".join(others),
         PROJECT_PROSE_TAIL,
     ]
-    return "\n\n".join(p.strip("\n") for p in parts) + "\n"
+    return "\\n\\n".join(p.strip("\\n") for p in parts) + "\\n"
 
 
 if __name__ == "__main__":

@@ -23,28 +23,59 @@ PLUGINS = {"setup-metrics": ("evaluators.cli", "set up WordNet for METEOR (offli
            "models": ("drake.models.cli", "list the model zoo; pretrain the tiny models")}
 
 
-def _progress(desc: str):
+def _progress(desc: str, unit: str = "shard"):
     from tqdm.auto import tqdm
 
     def wrap(iterable, total):
-        return tqdm(iterable, total=total, desc=desc, unit="shard", file=sys.stderr,
+        return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr,
                     disable=None)
 
     return wrap
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from drake.build import build
+    from drake.build import build, restrict_spec
     from drake.registry import get_benchmark
 
     spec = get_benchmark(args.benchmark, size=args.size)
+    if args.tasks:
+        spec = restrict_spec(spec, [t.strip() for item in args.tasks for t in item.split(",")
+                                    if t.strip()])
     folder = build(spec, Path(args.out), seed=args.seed, num_proc=args.num_proc,
                    image_size=args.image_size, overwrite=args.overwrite,
-                   progress=_progress(f"building {spec.name}"))
+                   progress=_progress(f"building {spec.name}"), source_dir=args.source_dir,
+                   revision=args.revision, cache_dir=args.cache_dir, strict=args.strict,
+                   convert_progress=_progress(f"reading {spec.name} sources", unit="split"))
     manifest = json.loads((folder / "manifest.json").read_text())
+    rejected = ""
+    if manifest.get("rejected") is not None:
+        rejected = (f"; {manifest['rejected']['rows']} source rows rejected (listed in "
+                    f"{folder / manifest['rejected']['file']})")
     print(f"built {spec.name} {spec.version} into {folder}: {manifest['total_rows']} samples in "
-          f"{len(manifest['tasks'])} tasks (seed {args.seed}); check it with `drake verify "
-          f"{folder}`")
+          f"{len(manifest['tasks'])} tasks (seed {args.seed}){rejected}; check it with `drake "
+          f"verify {folder}`")
+    return 0
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    from drake.hub import download
+
+    folder = download(args.benchmark, Path(args.out), repo=args.repo, revision=args.revision,
+                      cache_dir=args.cache_dir, overwrite=args.overwrite,
+                      progress=_progress(f"downloading {args.benchmark}", unit="file"))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    print(f"downloaded {manifest['benchmark']} {manifest['version']} into {folder}: "
+          f"{manifest['total_rows']} samples, every file matches its manifest sha256")
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from drake.hub import push
+
+    info = push(Path(args.dir), args.repo, revision=args.revision, private=args.private)
+    url = getattr(info, "commit_url", None) or args.repo
+    print(f"pushed {args.dir} to the Hub dataset repo {args.repo}: {url}; load it with "
+          f"datasets.load_dataset({args.repo!r})")
     return 0
 
 
@@ -254,7 +285,39 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    "large")
     p.add_argument("--image-size", type=int, default=64, help="side of generated images")
     p.add_argument("--overwrite", action="store_true", help="replace an existing build")
+    p.add_argument("--tasks", action="append", default=[], metavar="ID[,ID...]",
+                   help="build only these tasks of the benchmark (repeatable or comma-separated)")
+    p.add_argument("--source-dir", default=None,
+                   help="real benchmarks: read the source files from this folder (e.g. "
+                   "DIR/<Dataset>.tar or DIR/<Dataset>/ for DRAKE) instead of the Hub")
+    p.add_argument("--revision", default=None,
+                   help="real benchmarks: branch, tag or commit of the source Hub repo")
+    p.add_argument("--cache-dir", default=None,
+                   help="real benchmarks: Hugging Face cache (default $HF_HOME/hub)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail if any source row is rejected (default: skip it and list it in "
+                   "rejected.jsonl)")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("download", help="fetch a prebuilt benchmark folder from the Hub and "
+                       "verify every file against its manifest")
+    p.add_argument("--benchmark", default="drake", help="benchmark name (default: drake)")
+    p.add_argument("--out", default="./data", help="parent folder (default ./data)")
+    p.add_argument("--repo", default=None,
+                   help="Hub dataset repo (default: drake-pfl/<benchmark>, see drake.hub)")
+    p.add_argument("--revision", default=None, help="branch, tag or commit (pin a commit for "
+                   "byte-identical downloads)")
+    p.add_argument("--cache-dir", default=None, help="Hugging Face cache (default $HF_HOME/hub)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+    p.set_defaults(func=cmd_download)
+
+    p = sub.add_parser("push", help="verify a built folder and publish it, with its dataset "
+                       "card, to a Hub dataset repo")
+    p.add_argument("dir", help="a built benchmark folder (holds manifest.json)")
+    p.add_argument("--repo", required=True, help="Hub dataset repo, e.g. drake-pfl/drake")
+    p.add_argument("--revision", default=None, help="branch to push to (created if needed)")
+    p.add_argument("--private", action="store_true", help="create the repo as private")
+    p.set_defaults(func=cmd_push)
 
     p = sub.add_parser("verify", help="re-hash every shard of a build against its manifest")
     p.add_argument("dir", help="a built benchmark folder (holds manifest.json)")

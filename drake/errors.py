@@ -23,6 +23,10 @@ class NetworkUnavailable(DrakeError):
     """A command needs the Hugging Face Hub and it cannot be reached."""
 
 
+class HubError(DrakeError):
+    """The Hub answered, but the repo, revision or file asked for is not there (or not allowed)."""
+
+
 class UnknownNameError(DrakeError, KeyError):
     """A benchmark, task, method or model name is not registered."""
 

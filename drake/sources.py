@@ -1,23 +1,45 @@
 """Where a task's samples come from: source adapters behind one small interface.
 
-A source knows how many rows a task split has (or ``None`` when it streams) and yields
-schema samples for a row range. The builder shards, validates and writes; sources only read.
-Real sources talk to the Hugging Face Hub; the synthetic source draws with PIL and needs nothing.
+A source knows how many rows a task split has and yields schema samples for a row range. The
+builder shards, validates and writes; sources only read. Two sources exist:
+
+* :class:`SynthSource` draws drake-synth samples with PIL and needs nothing.
+* :class:`AdapterSource` runs the real-data adapters of :mod:`drake.adapters` (one per
+  ``TaskSpec.source`` kind). Each task split is converted **once**, in the parent process, and
+  its kept records are cached as JSON under the partial build folder; shard workers (also the
+  spawned ones of ``--num-proc``) read the cache instead of converting again.
+
+Hub access goes through :func:`hub_file`, which never hangs without a network: with
+``HF_HUB_OFFLINE=1`` it reads only the local Hugging Face cache, otherwise it probes the Hub for a
+few seconds first and falls back to the cache, and a file in neither raises
+:class:`~drake.errors.NetworkUnavailable` naming the offline alternatives.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlparse
 
-from drake.errors import BuildError, NetworkUnavailable
+from drake.errors import BuildError, HubError, NetworkUnavailable
 from drake.specs import BenchmarkSpec, TaskSpec
 
+log = logging.getLogger(__name__)
+
 HUB_HOST = "huggingface.co"
-OFFLINE_HINT = "`drake build --benchmark drake-synth` builds DRAKE's offline twin with no network"
+OFFLINE_HINT = ("offline alternatives: `drake build --benchmark drake-synth` builds DRAKE's "
+                "offline twin with no network; `--source-dir DIR` reads source files you already "
+                "have; or point HF_HOME at a pre-filled Hugging Face cache and set "
+                "HF_HUB_OFFLINE=1")
+PROBE_TIMEOUT = 4.0
+SOURCE_CACHE = ".sources"  # conversion records, under the partial build folder
 
 
 class TaskSource(Protocol):
@@ -51,19 +73,38 @@ class SynthSource:
             yield sample
 
 
-def hub_reachable(timeout: float = 4.0) -> bool:
-    """True when the Hub answers a TCP connection within ``timeout`` seconds.
+# --------------------------------------------------------------------------------------------
+# Hub access
+
+
+def hub_offline() -> bool:
+    """True when the user switched the Hub off (``HF_HUB_OFFLINE=1``)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hub_host() -> tuple[str, int]:
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip()
+    if endpoint:
+        url = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
+        if url.hostname:
+            return url.hostname, url.port or (80 if url.scheme == "http" else 443)
+    return HUB_HOST, 443
+
+
+def hub_reachable(timeout: float = PROBE_TIMEOUT) -> bool:
+    """True when the Hub (``HF_ENDPOINT`` or huggingface.co) answers a TCP connection in time.
 
     DNS lookups can hang far longer than a socket timeout, so the probe runs in a daemon thread
     and is abandoned at the deadline: the caller learns "no network" in seconds, never minutes.
     """
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    if hub_offline():
         return False
+    host, port = _hub_host()
     result: list[bool] = []
 
     def probe() -> None:
         try:
-            with socket.create_connection((HUB_HOST, 443), timeout=timeout):
+            with socket.create_connection((host, port), timeout=timeout):
                 result.append(True)
         except OSError:
             result.append(False)
@@ -74,25 +115,269 @@ def hub_reachable(timeout: float = 4.0) -> bool:
     return bool(result and result[0])
 
 
-def source_for(spec: BenchmarkSpec, seed: int, image_size: int = 64) -> TaskSource:
-    """The source adapter that builds ``spec``.
+_PROBED: dict[tuple[str, int], bool] = {}
+
+
+def _online() -> bool:
+    """Probe the Hub once per process and endpoint (a build asks for many files)."""
+    if hub_offline():
+        return False
+    key = _hub_host()
+    if key not in _PROBED:
+        _PROBED[key] = hub_reachable()
+    return _PROBED[key]
+
+
+def hub_cache_dir(cache_dir: str | Path | None = None) -> Path | None:
+    """The Hub cache to use: ``--cache-dir``, else ``HF_HUB_CACHE``, else ``$HF_HOME/hub``.
+
+    Read from the environment at call time (``huggingface_hub`` reads it once, at import), so a
+    cache named in the environment of the running process is honoured. ``None`` means the
+    library default (``~/.cache/huggingface/hub``).
+    """
+    if cache_dir:
+        return Path(cache_dir)
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]) / "hub"
+    return None
+
+
+def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
+             cache_dir: str | Path | None = None, hint: str = OFFLINE_HINT) -> Path:
+    """Local path of one file of a Hub *dataset* repo, downloaded into the cache if needed.
+
+    Parameters
+    ----------
+    repo_id, filename : str
+        e.g. ``"SNUMPR/DRAKE"``, ``"IRFL.tar"``.
+    revision : str, optional
+        Branch, tag or commit; the repo's default branch when None.
+    cache_dir : path, optional
+        See :func:`hub_cache_dir`.
+    hint : str
+        What to tell the user when neither the Hub nor the cache has the file.
 
     Raises
     ------
     NetworkUnavailable
-        For a Hub-backed benchmark when the Hub cannot be reached (checked first, in seconds).
-    BuildError
-        For a Hub-backed benchmark whose adapter this version does not ship yet.
+        The Hub is off or unreachable and the cache lacks the file (fails in seconds).
+    HubError
+        The Hub answered that the repo, revision or file does not exist or is gated.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    online = _online()
+    cache = hub_cache_dir(cache_dir)
+    at = f"@{revision}" if revision else ""
+    why = ("HF_HUB_OFFLINE is set" if hub_offline() else
+           f"{_hub_host()[0]} did not answer within {PROBE_TIMEOUT:g} s")
+    # a Hub that accepts the connection but never answers must not stall the build either
+    timeout = {} if os.environ.get("HF_HUB_ETAG_TIMEOUT") else {"etag_timeout": PROBE_TIMEOUT}
+    try:
+        path = hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
+                               cache_dir=cache, local_files_only=not online, **timeout)
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
+        where = cache or "the default Hugging Face cache"
+        if online:
+            why = f"no answer from {_hub_host()[0]}"
+        raise NetworkUnavailable(
+            f"{repo_id}{at}/{filename} is not in the Hugging Face cache ({where}) and the Hub "
+            f"cannot be reached ({why}); {hint}") from None
+    except GatedRepoError:
+        raise HubError(f"{repo_id} is gated: accept its terms on the Hub and log in with "
+                       f"`hf auth login`, then retry") from None
+    except RepositoryNotFoundError:
+        raise HubError(f"dataset repo {repo_id} not found on the Hub (or it is private: log in "
+                       f"with `hf auth login`)") from None
+    except RevisionNotFoundError:
+        raise HubError(f"dataset repo {repo_id} has no revision {revision!r}; pass an existing "
+                       f"branch, tag or commit to --revision") from None
+    except EntryNotFoundError:
+        raise HubError(f"dataset repo {repo_id}{at} has no file {filename!r}") from None
+    except (HfHubHTTPError, OSError) as exc:
+        raise NetworkUnavailable(f"downloading {repo_id}{at}/{filename} failed "
+                                 f"({type(exc).__name__}: {exc}); {hint}") from None
+    return Path(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Real-data sources
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"cannot store a {type(obj).__name__} in the conversion cache")
+
+
+class AdapterSource:
+    """The builder's :class:`TaskSource` on top of :mod:`drake.adapters`.
+
+    Life cycle (driven by :func:`drake.build.build`):
+
+    1. :meth:`fetch`: every adapter that defines ``prefetch(tasks)`` downloads the files its
+       tasks need. Runs before the build writes anything, so a missing network fails clean.
+    2. :meth:`prepare`: ``Adapter.convert`` for each task split, once; the counts must reconcile
+       (``source_rows == kept + dropped + rejected``); the kept records go to
+       ``<partial>/.sources/<task>/<split>.json``. A resumed build reuses that cache.
+    3. :meth:`num_rows` / :meth:`rows`: the shard writers (any process) read the cache and call
+       ``Adapter.sample``.
+    """
+
+    def __init__(self, spec: BenchmarkSpec, options: Any) -> None:
+        self.spec = spec
+        self.options = options
+        self.workdir: Path | None = None
+        self.counts: dict[str, dict[str, dict[str, Any]]] = {}
+        self.origins: dict[str, dict[str, Any]] = {}
+        self.rejections: list[dict[str, str]] = []
+        self._adapters: dict[str, Any] = {}
+        self._records: dict[tuple[str, str], list[Any]] = {}
+
+    # pickled into --num-proc workers: adapters (open files) and loaded records stay behind
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_adapters"] = {}
+        state["_records"] = {}
+        state["rejections"] = []
+        return state
+
+    def fingerprint(self) -> str:
+        """Identity of where the data comes from (part of the resume key)."""
+        opts = self.options
+        blob = {"source_dir": str(opts.source_dir or ""), "revision": opts.revision or "",
+                "kinds": sorted({t.source for t in self.spec.tasks})}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+
+    def adapter(self, kind: str):
+        if kind not in self._adapters:
+            from drake.adapters import adapter_class
+
+            try:
+                cls = adapter_class(kind)
+            except ImportError as exc:
+                raise BuildError(f"the source adapter for kind {kind!r} is not available in "
+                                 f"this version of the suite ({exc}); `drake build --benchmark "
+                                 f"drake-synth` builds offline") from None
+            self._adapters[kind] = cls(self.options)
+        return self._adapters[kind]
+
+    def _by_kind(self) -> dict[str, list[TaskSpec]]:
+        groups: dict[str, list[TaskSpec]] = {}
+        for task in self.spec.tasks:
+            groups.setdefault(task.source, []).append(task)
+        return groups
+
+    def fetch(self) -> None:
+        for kind, tasks in self._by_kind().items():
+            prefetch = getattr(self.adapter(kind), "prefetch", None)
+            if prefetch is not None:
+                prefetch(tasks)
+
+    def _cache_path(self, task: str, split: str) -> Path:
+        assert self.workdir is not None, "AdapterSource.prepare() must run first"
+        return self.workdir / SOURCE_CACHE / task / f"{split}.json"
+
+    def _cache_key(self, task: TaskSpec, split: str) -> str:
+        blob = {"task": task.to_dict(), "split": split, "seed": self.options.seed,
+                "source": self.fingerprint()}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+
+    def prepare(self, workdir: Path,
+                progress: Callable[[Iterable, int], Iterable] | None = None) -> list[dict]:
+        """Convert every task split once (or reuse the cache); return all rejections."""
+        self.workdir = Path(workdir)
+        jobs = [(task, split) for task in self.spec.tasks
+                for split in self.adapter(task.source).splits(task)]
+        items: Iterable = progress(jobs, len(jobs)) if progress else jobs
+        rejections: list[dict[str, str]] = []
+        for task, split in items:
+            path = self._cache_path(task.id, split)
+            key = self._cache_key(task, split)
+            cached = None
+            if path.is_file():
+                try:
+                    cached = json.loads(path.read_text())
+                except json.JSONDecodeError:
+                    cached = None
+                if cached is not None and cached.get("key") != key:
+                    cached = None
+            if cached is None:
+                cached = self._convert(task, split, key)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_text(json.dumps(cached, default=_json_default, sort_keys=True))
+                os.replace(tmp, path)
+            self.counts.setdefault(task.id, {})[split] = cached["counts"]
+            if cached.get("origin"):
+                self.origins[task.id] = cached["origin"]
+            rejections.extend(cached["rejected"])
+        self.rejections = rejections
+        self._records = {}
+        return rejections
+
+    def _convert(self, task: TaskSpec, split: str, key: str) -> dict[str, Any]:
+        adapter = self.adapter(task.source)
+        conv = adapter.convert(task, split)
+        if conv.task != task.id or conv.split != split:
+            raise BuildError(f"adapter {task.source!r} returned the conversion of "
+                             f"{conv.task}/{conv.split} for {task.id}/{split}")
+        if not conv.reconciles():
+            c = conv.counts()
+            raise BuildError(
+                f"task {task.id} split {split}: counts do not reconcile: source rows "
+                f"{c['source_rows']} != kept {c['kept']} + dropped {c['dropped']} + rejected "
+                f"{c['rejected']} (a bug in the {task.source!r} adapter)")
+        describe = getattr(adapter, "describe", None)
+        return {"key": key, "counts": conv.counts(), "kept": list(conv.kept),
+                "rejected": [r.to_dict() for r in conv.rejected],
+                "origin": describe(task) if describe else None}
+
+    def num_rows(self, task: TaskSpec, split: str) -> int:
+        return int(self.counts.get(task.id, {}).get(split, {}).get("kept", 0))
+
+    def _kept(self, task: str, split: str) -> list[Any]:
+        if (task, split) not in self._records:
+            cached = json.loads(self._cache_path(task, split).read_text())
+            self._records = {(task, split): cached["kept"]}  # one split at a time per worker
+        return self._records[(task, split)]
+
+    def rows(self, task: TaskSpec, split: str, start: int, stop: int) -> Iterator[dict[str, Any]]:
+        records = self._kept(task.id, split)
+        adapter = self.adapter(task.source)
+        for index in range(start, stop):
+            yield adapter.sample(task, split, records[index], index)
+
+
+def source_for(spec: BenchmarkSpec, seed: int, image_size: int = 64,
+               options: Any = None) -> TaskSource:
+    """The source that builds ``spec``: synthetic, or the real-data adapters.
+
+    ``options`` is an :class:`drake.adapters.AdapterOptions` (where the source lives); its seed
+    is replaced by ``seed``. Nothing is read or downloaded here: see :class:`AdapterSource`.
     """
     kinds = {t.source for t in spec.tasks}
     if kinds == {"synth"}:
         return SynthSource(seed, image_size)
-    if not hub_reachable():
-        raise NetworkUnavailable(
-            f"benchmark {spec.name!r} is read from the Hugging Face Hub ({spec.source_note}), "
-            f"which cannot be reached from here; {OFFLINE_HINT}"
-        )
-    raise BuildError(
-        f"benchmark {spec.name!r} needs the source adapter(s) {sorted(kinds)}, which this version "
-        f"of the suite does not ship yet; {OFFLINE_HINT}"
-    )
+    if "synth" in kinds:
+        raise BuildError(f"benchmark {spec.name!r} mixes synthetic and real tasks; build them "
+                         f"as separate benchmarks")
+    from dataclasses import replace
+
+    from drake.adapters import AdapterOptions
+
+    options = replace(options or AdapterOptions(), seed=seed)
+    return AdapterSource(spec, options)

@@ -1,15 +1,22 @@
-"""Check a built folder against its manifest: every shard present, unmodified and complete."""
+"""Check a built folder against its manifest: every shard present, unmodified and complete.
+
+For real-data builds it also checks the accounting: each task split reconciles
+(``source_rows = kept + dropped + rejected``), its kept count is the rows stored, and
+``rejected.jsonl`` is unmodified and lists exactly the rejections the manifest counts.
+"""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from drake.build import MANIFEST, sha256_file
+from drake.adapters.base import REJECT_REASONS
+from drake.build import MANIFEST, REJECTED, sha256_file
 from drake.errors import VerifyError
 
 
@@ -84,4 +91,60 @@ def verify(root: Path) -> VerifyReport:
             if total != info["rows"]:
                 report.problems.append(f"manifest: task {task} {split} rows {info['rows']} != "
                                        f"sum of its shards {total}")
+    report.problems += check_accounting(root, manifest)
     return report
+
+
+def check_accounting(root: Path, manifest: dict[str, Any]) -> list[str]:
+    """Problems with the source counts and ``rejected.jsonl`` of a real-data build."""
+    problems: list[str] = []
+    path = Path(root) / REJECTED
+    entry = manifest.get("rejected")
+    if entry is None:
+        if path.exists():
+            problems.append(f"{path}: present but the manifest does not account for it; "
+                            f"rebuild the folder")
+        return problems
+    for task, info in manifest.get("sources", {}).items():
+        for split, c in info.get("splits", {}).items():
+            total = c["kept"] + sum(c["dropped"].values()) + sum(c["rejected"].values())
+            if total != c["source_rows"]:
+                problems.append(f"manifest: task {task} {split}: source rows {c['source_rows']} "
+                                f"!= kept {c['kept']} + dropped {c['dropped']} + rejected "
+                                f"{c['rejected']}")
+            rows = manifest["tasks"].get(task, {}).get(split, {}).get("rows", 0)
+            if rows != c["kept"]:
+                problems.append(f"manifest: task {task} {split}: {rows} rows stored but "
+                                f"{c['kept']} kept from the source")
+    if not path.is_file():
+        return problems + [f"{path}: missing (the manifest lists {entry['rows']} rejections)"]
+    digest = sha256_file(path)
+    if digest != entry["sha256"]:
+        problems.append(f"{path}: sha256 {digest[:12]}… differs from the manifest's "
+                        f"{entry['sha256'][:12]}…; the file was changed")
+    found: Counter = Counter()
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for n, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            problems.append(f"{path}:{n}: not a JSON object")
+            continue
+        missing = [k for k in ("task", "split", "source_id", "reason") if k not in rec]
+        if missing or rec.get("reason") not in REJECT_REASONS:
+            problems.append(f"{path}:{n}: missing {missing} or unknown reason "
+                            f"{rec.get('reason')!r}")
+            continue
+        found[(rec["task"], rec["split"], rec["reason"])] += 1
+    if len(lines) != entry["rows"]:
+        problems.append(f"{path}: {len(lines)} rejections, the manifest says {entry['rows']}")
+    counted = Counter({(task, split, reason): n
+                       for task, info in manifest.get("sources", {}).items()
+                       for split, c in info.get("splits", {}).items()
+                       for reason, n in c["rejected"].items()})
+    for key in sorted(set(found) | set(counted)):
+        if found[key] != counted[key]:
+            task, split, reason = key
+            problems.append(f"{path}: {found[key]} '{reason}' rejections for {task} {split}, "
+                            f"the manifest counts {counted[key]}")
+    return problems

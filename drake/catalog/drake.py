@@ -123,9 +123,59 @@ STREAM_SCENARIOS = (
 )
 
 FEDMOSAIC_CITATION = (
-    "FedMosaic / DRAKE: Personalized federated learning of multi-modal foundation models "
-    "under heterogeneous tasks and architectures (the FedMosaic paper; see DATASET_CARD.md)"
+    "Seo, Kim, Lee, Choi and Tuytelaars. Co-LoRA: Collaborative Model Personalization on "
+    "Heterogeneous Multi-Modal Clients (FedMosaic; introduces DRAKE and HFLB). ICLR 2026. "
+    "https://openreview.net/forum?id=0g5Dk4Qfh0"
 )
+
+UNSTATED = "unstated in the release; check upstream"
+# Source dataset -> (where the released tar's data comes from, licence of that upstream).
+# Licences marked "(Hub card)" were read from the upstream Hub dataset card; the others are not
+# stated by the DRAKE release and must be checked upstream before redistributing a build.
+DRAKE_SOURCES: dict[str, tuple[str, str]] = {
+    "Fashion200K": ("DEMON (Fashion200K)", UNSTATED),
+    "FashionIQ": ("DEMON (FashionIQ)", UNSTATED),
+    "NLVR2": ("DEMON (NLVR2), two halves", UNSTATED),
+    "CIRR": ("DEMON (CIRR)", UNSTATED),
+    "VISION": ("DEMON (VISION)", UNSTATED),
+    "MagicBrush": ("osunlp/MagicBrush", "cc-by-4.0 (Hub card)"),
+    "VSR": ("Visual Spatial Reasoning, zero-shot split", UNSTATED),
+    "SEED-Bench-2": ("AILab-CVC/SEED-Bench-2", "cc-by-nc-4.0 (Hub card)"),
+    "IRFL": ("lampent/IRFL", UNSTATED),
+    "Bongard-OpenWorld": ("joyjay/Bongard-OpenWorld",
+                          "cc-by-nc-sa-4.0 (Hub card; crawled images, not owned)"),
+    "Bongard-HOI": ("Bongard-HOI", UNSTATED),
+    "COMICS_Dialogue": ("DEMON (COMICS dialogue)", UNSTATED),
+    "VizWiz": ("DEMON (VizWiz)", UNSTATED),
+    "MIT-States": ("DEMON (MIT-States)", UNSTATED),
+    "Co-Instruct-DB": ("q-future/Co-Instruct-DB", UNSTATED),
+    "TQA": ("DEMON (TQA)", UNSTATED),
+    "dvqa": ("DVQA", UNSTATED),
+    "iconqa": ("IconQA", UNSTATED),
+    "WCVQA": ("World Cuisines VQA", UNSTATED),
+    "RecipeQA_ImageCoherence": ("DEMON (RecipeQA)", UNSTATED),
+    "RecipeQA_VisualCloze": ("DEMON (RecipeQA)", UNSTATED),
+    "Mantis_contrastive_caption": ("TIGER-Lab/Mantis-Instruct contrastive_caption",
+                                   "apache-2.0 (Hub card; images keep their own terms)"),
+    "HQ_Edit": ("HQ-Edit", UNSTATED),
+    "DreamSim": ("DreamSim (NIGHTS)", UNSTATED),
+    "imagecode": ("TIGER-Lab/Mantis-Instruct imagecode",
+                  "apache-2.0 (Hub card; images keep their own terms)"),
+    # HFLB: FedDAT's benchmark, re-split by the FedMosaic authors
+    "GQA": ("GQA (via FedDAT)", UNSTATED),
+    "Abstract": ("VQA Abstract Scenes (via FedDAT)", UNSTATED),
+    "SNLI-VE": ("SNLI-VE (via FedDAT)", UNSTATED),
+    "COCOQA": ("COCO-QA (via FedDAT)", UNSTATED),
+    "NLVR2_feddat": ("NLVR2 (via FedDAT)", UNSTATED),
+    "VizWiz-Original": ("VizWiz (via FedDAT)", UNSTATED),
+    "AQUA": ("AQUA (via FedDAT)", UNSTATED),
+}
+
+
+# Datasets whose released subset ids do not reliably name the task (see DATASET_CARD.md,
+# "Known quirks"): the llava-tar adapter picks, among these candidates, the file whose records
+# carry the task's number of images.
+AMBIGUOUS_SUBSETS: dict[str, tuple[str, ...]] = {"Bongard-HOI": ("0", "1", "2")}
 
 
 def _dataset_of(task_id: str) -> str:
@@ -134,12 +184,21 @@ def _dataset_of(task_id: str) -> str:
 
 def _hub_task(repo: str, tid: str, answer_type: str, images: tuple[int, int], desc: str,
               subgroup: str) -> TaskSpec:
+    """A task read by the ``llava-tar`` adapter from ``<repo>/<Dataset>.tar``.
+
+    ``source_args``: ``repo``, ``file`` (the tar), ``dataset`` (its top folder), ``subset`` (the
+    ``train|test/dataset-<subset>.json`` id) and, for ambiguous ids, ``subset_candidates``.
+    HFLB uses the same layout and record form as DRAKE.
+    """
     dataset = _dataset_of(tid)
+    args = {"repo": repo, "file": f"{dataset}.tar", "dataset": dataset,
+            "subset": tid.rsplit("-", 1)[1]}
+    if dataset in AMBIGUOUS_SUBSETS and repo == DRAKE_REPO:
+        args["subset_candidates"] = list(AMBIGUOUS_SUBSETS[dataset])
     return TaskSpec(
         id=tid,
         source="llava-tar",
-        source_args={"repo": repo, "file": f"{dataset}.tar", "dataset": dataset,
-                     "subset": tid.rsplit("-", 1)[1]},
+        source_args=args,
         subgroup=subgroup,
         answer_type=answer_type,
         metrics=("token_f1",) if answer_type == OPEN else ("accuracy",),
@@ -148,8 +207,8 @@ def _hub_task(repo: str, tid: str, answer_type: str, images: tuple[int, int], de
         prompt_template="released LLaVA conversation (human turn with one <image> per image)",
         split_rule="released train/test files",
         caps={"train": 10000, "test": 2000},
-        licence=f"licence of the {dataset} source dataset (see DATASET_CARD.md)",
-        citation=dataset,
+        licence=DRAKE_SOURCES[dataset][1],
+        citation=DRAKE_SOURCES[dataset][0],
     )
 
 
