@@ -1,8 +1,9 @@
 """The classification and generation benchmarks of pFedMMA, TAP and FediLoRA.
 
-Each is declared with its Hub source, protocol and default scenarios; the source adapters that
-read the real data live in ``drake.sources`` and land with the real-data issue. The offline
-stand-ins are ``synth-cls`` (classification protocols) and ``synth-caption`` (generation).
+Each is declared with its Hub source, protocol and default scenarios. ``source_args`` is what the
+source adapter (``drake.adapters``) reads: columns, class lists and CoOp's renames, prompt
+templates, and the split rule where a source has no official test split. The offline stand-ins
+are ``synth-cls`` (classification protocols) and ``synth-caption`` (generation).
 """
 
 from __future__ import annotations
@@ -29,6 +30,27 @@ CLIP_DATASETS: dict[str, tuple[str, int, str]] = {
                "a photo of a person doing {}."),
 }
 PFEDMMA_TEMPLATE = "a photo of a {}."
+
+# How each CLIP source becomes train/test, and CoOp's class-name fixes. Where a source has no
+# official test split the rule is seeded and stratified (drake.adapters.hubdata.derived_rows).
+CLIP_SOURCE_ARGS: dict[str, dict] = {
+    "oxford_pets": {"lowercase": True},  # CoOp lower-cases the breed names
+    "food101": {"splits": {"train": "train", "test": "validation"}},  # Food-101's test set
+    "caltech101": {
+        "exclude_classes": ["background_google", "faces_easy"],  # CoOp drops both
+        "rename": {"airplanes": "airplane", "faces": "face", "leopards": "leopard",
+                   "motorbikes": "motorbike"},
+        "derive_test": {"from": "train", "fraction": 0.3, "seed": 1, "stratify": True},
+    },
+    "ucf101": {"image_dir": "UCF-101-midframes", "split_file": "split_zhou_UCF101.json",
+               "test_fraction": 0.3, "split_seed": 1},
+}
+CLIP_SPLIT_RULES: dict[str, str] = {
+    "food101": "official: test = the Hub 'validation' split (Food-101's 25,250 test images)",
+    "caltech101": "train-only source: seeded (1) stratified 70/30 split per class",
+    "ucf101": "CoOp's split_zhou_UCF101.json train/test when present (val unused), else a "
+              "seeded (1) stratified 70/30 split per class",
+}
 PFEDMMA_CITATION = "pFedMMA: personalized federated fine-tuning with multi-modal adapters"
 TAP_CITATION = "TAP: task-aware personalization of multi-modal foundation models in FL"
 FEDILORA_CITATION = "FediLoRA: heterogeneous LoRA for federated multimodal fine-tuning"
@@ -50,7 +72,8 @@ def domainnet_benchmark() -> BenchmarkSpec:
         protocol="classification",
         tasks=(_cls_task("domainnet", "wltjr1007/DomainNet", "10-class DomainNet subset",
                          "research only (DomainNet terms)", "Peng et al. 2019",
-                         classes=list(DOMAINNET_CLASSES), domains=list(DOMAINNET_DOMAINS)),),
+                         classes=list(DOMAINNET_CLASSES), domains=list(DOMAINNET_DOMAINS),
+                         template=PFEDMMA_TEMPLATE),),
         scenarios=(
             ScenarioSpec("by-domain", "by_domain",
                          params={"clients_per_domain": 5, "alpha": 0.3, "min_size": 2}),
@@ -69,10 +92,13 @@ def office_benchmark() -> BenchmarkSpec:
         protocol="classification",
         tasks=(TaskSpec(
             id="office-caltech10", source="fedbn-folder",
-            source_args={"classes": list(OFFICE_CLASSES), "domains": list(OFFICE_DOMAINS)},
+            source_args={"classes": list(OFFICE_CLASSES), "domains": list(OFFICE_DOMAINS),
+                         "test_fraction": 0.2, "split_seed": 0, "template": PFEDMMA_TEMPLATE},
             subgroup="classification", answer_type="classification", metrics=("accuracy",),
             description="Office-Caltech10 in FedBN's layout, from a local folder (--source-dir)",
-            prompt_template="<image>", licence="research only", citation="Gong et al. 2012"),),
+            prompt_template="<image>", licence="research only", citation="Gong et al. 2012",
+            split_rule="seeded (0) stratified 80/20 split per (domain, class); FedBN's pickled "
+                       "split lists are not read"),),
         scenarios=(
             ScenarioSpec("by-domain", "by_domain",
                          params={"clients_per_domain": 3, "alpha": 0.3, "min_size": 2}),
@@ -86,11 +112,14 @@ def clip_benchmarks() -> list[BenchmarkSpec]:
     out = []
     for name, (hub, n_cls, template) in CLIP_DATASETS.items():
         source = "local-image-folder" if name == "ucf101" else "hf-classification"
+        split = CLIP_SPLIT_RULES.get(name, "official train/test")
         task = TaskSpec(
-            id=name, source=source, source_args={"repo": hub, "num_classes": n_cls},
+            id=name, source=source,
+            source_args={"repo": hub, "num_classes": n_cls, **CLIP_SOURCE_ARGS.get(name, {})},
             subgroup="classification", answer_type="classification", metrics=("accuracy",),
             description=f"{name}: {n_cls} classes, base = first ceil(n/2) sorted classes",
-            prompt_template=template, split_rule="base/novel: sorted classes, base = first half",
+            prompt_template=template,
+            split_rule=f"{split}; base/novel: sorted classes, base = first half",
             licence="see source", citation=name)
         out.append(BenchmarkSpec(
             name=f"clip-base2novel/{name}", version="1.0",
@@ -109,7 +138,7 @@ def cifar_benchmarks() -> list[BenchmarkSpec]:
         description="CIFAR-10, Dirichlet label skew over 100 clients (pFedMMA / NIID-Bench rule)",
         protocol="classification",
         tasks=(_cls_task("cifar10", "uoft-cs/cifar10", "CIFAR-10", "MIT", "Krizhevsky 2009",
-                         image_column="img", label_column="label"),),
+                         image_column="img", label_column="label", template=PFEDMMA_TEMPLATE),),
         scenarios=tuple(ScenarioSpec(f"alpha{a}", "dirichlet",
                                      params={"num_clients": 100, "alpha": a, "min_size": 10})
                         for a in (0.3, 0.5)),
@@ -120,7 +149,7 @@ def cifar_benchmarks() -> list[BenchmarkSpec]:
         protocol="classification",
         tasks=(_cls_task("cifar100", "uoft-cs/cifar100", "CIFAR-100", "MIT", "Krizhevsky 2009",
                          image_column="img", label_column="fine_label",
-                         coarse_column="coarse_label"),),
+                         coarse_column="coarse_label", template=PFEDMMA_TEMPLATE),),
         scenarios=(
             ScenarioSpec("alpha0.3", "dirichlet_hierarchical",
                          params={"num_clients": 100, "alpha_coarse": 0.3, "alpha_fine": 10.0}),
@@ -131,55 +160,104 @@ def cifar_benchmarks() -> list[BenchmarkSpec]:
     return [c10, c100]
 
 
-# TAP (FLAVA setup): 8 datasets across 30 clients.
-TAP_TASKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+# TAP's text templates (paper Tab. 23). The response line is the scored target, as in TAP's
+# code, so BERTScore/METEOR compare like with like; the bare answer is kept in meta.
+TAP_MMLU_PROMPT = ("The following is a multiple-choice question about {subject}. Choose the "
+                   "correct answer from the options below.\n\nQuestion: {question}\nOptions:\n"
+                   "{options}")
+TAP_MMLU_ANSWER = "Correct answer on {subject}: {answer}"
+TAP_VQA_PROMPT = "<image>\nAnswer the question based on the image.\n\nQuestion: {question}"
+TAP_VQA_ANSWER = "Answer: {answer}"
+TAP_COMMONGEN_PROMPT = ("Generate an appropriate description from the concepts below.\n\n"
+                        "Concepts: {concepts}")
+TAP_COMMONGEN_ANSWER = "Description: {answer}"
+AG_NEWS_CLASSES = ("World", "Sports", "Business", "Sci/Tech")  # sh0416/ag_news labels 1..4
+
+# TAP (FLAVA setup): 8 datasets across 30 clients. Each row: id, Hub id, answer type,
+# description, metrics, adapter args (``format`` picks the mapping, see drake.adapters.tap).
+# FashionMNIST / Caltech-256 are image reconstruction (MSE): the target is the input image, so
+# their answer is empty; the schema has no image-target type, so they are declared captioning.
+TAP_TASKS: tuple[tuple[str, str, str, str, tuple[str, ...], dict], ...] = (
     ("tiny-imagenet", "zh-plus/tiny-imagenet", "classification", "image classification",
-     ("accuracy",)),
-    ("cifar100", "uoft-cs/cifar100", "classification", "image classification", ("accuracy",)),
+     ("accuracy",), {"format": "image-classification",
+                     "splits": {"train": "train", "test": "valid"},
+                     "split_rule": "official: train / valid"}),
+    ("cifar100", "uoft-cs/cifar100", "classification", "image classification", ("accuracy",),
+     {"format": "image-classification", "image_column": "img", "label_column": "fine_label",
+      "split_rule": "official: train / test"}),
     ("fashion-mnist", "zalando-datasets/fashion_mnist", "captioning",
-     "image reconstruction (64x64 RGB)", ("mse",)),
-    ("caltech256", "ilee0022/Caltech-256", "captioning", "image reconstruction", ("mse",)),
-    ("ag-news", "sh0416/ag_news", "classification", "text classification", ("accuracy",)),
+     "image reconstruction (64x64 RGB)", ("mse",),
+     {"format": "image-reconstruction", "resize": 64, "split_rule": "official: train / test"}),
+    ("caltech256", "ilee0022/Caltech-256", "captioning", "image reconstruction", ("mse",),
+     {"format": "image-reconstruction", "split_rule": "official: train / test"}),
+    ("ag-news", "sh0416/ag_news", "classification", "text classification", ("accuracy",),
+     {"format": "text-classification", "text": "{title}\n{description}",
+      "classes": list(AG_NEWS_CLASSES), "label_offset": 1,
+      "split_rule": "official: train / test"}),
     ("mmlu", "cais/mmlu", "open_ended",
      "professional_law, professional_medicine, moral_scenarios as text generation",
-     ("bertscore", "meteor")),
+     ("bertscore", "meteor"),
+     {"format": "mmlu", "prompt": TAP_MMLU_PROMPT, "answer": TAP_MMLU_ANSWER,
+      "configs": {"professional_law": "law", "professional_medicine": "medicine",
+                  "moral_scenarios": "ethics"},
+      "splits": {"train": "test", "test": "validation"},
+      "split_rule": "as TAP: MMLU's test split trains, its validation split tests"}),
     ("vqav2-small", "merve/vqav2-small", "open_ended", "VQA as text generation",
-     ("bertscore", "meteor")),
+     ("bertscore", "meteor"),
+     {"format": "vqa", "prompt": TAP_VQA_PROMPT, "answer": TAP_VQA_ANSWER,
+      "question_column": "question", "answer_column": "multiple_choice_answer",
+      "derive_test": {"from": "validation", "train_count": 17000, "seed": 42},
+      "split_rule": "as TAP: the validation split shuffled with seed 42; first 17,000 train, "
+                    "the rest test (TAP drew train with seeds 41-44, which overlaps test)"}),
     ("common-gen", "allenai/common_gen", "open_ended", "concepts to a sentence",
-     ("bertscore", "meteor")),
+     ("bertscore", "meteor"),
+     {"format": "commongen", "prompt": TAP_COMMONGEN_PROMPT, "answer": TAP_COMMONGEN_ANSWER,
+      "splits": {"train": "train", "test": "validation"},
+      "split_rule": "official: train / validation (the test split has no targets)"}),
 )
+_TAP_IMAGES = {"image-classification": (1, 1), "image-reconstruction": (1, 1), "vqa": (1, 1)}
 
 
 def tap_benchmark() -> BenchmarkSpec:
-    tasks = tuple(
-        TaskSpec(id=tid, source="hf-tap", source_args={"repo": hub}, subgroup="tap",
-                 answer_type=at, metrics=metrics, description=desc,
-                 num_images=(0, 1), licence="see source", citation=tid)
-        for tid, hub, at, desc, metrics in TAP_TASKS
-    )
+    tasks = []
+    for tid, hub, at, desc, metrics, args in TAP_TASKS:
+        args = dict(args)
+        rule = args.pop("split_rule")
+        tasks.append(TaskSpec(
+            id=tid, source="hf-tap", source_args={"repo": hub, **args}, subgroup="tap",
+            answer_type=at, metrics=metrics, description=desc,
+            num_images=_TAP_IMAGES.get(args["format"], (0, 0)), prompt_template=args.get(
+                "prompt", ""), split_rule=rule, licence="see source", citation=tid))
     return BenchmarkSpec(
         name="tap", version="1.0",
         description="TAP's multi-task multi-modal setup: 8 datasets over 30 clients (FLAVA)",
-        protocol="generation", tasks=tasks,
+        protocol="generation", tasks=tuple(tasks),
         scenarios=(ScenarioSpec("flava-30", "iid",
                                 params={"num_clients": 30, "clients_per_round": 2}),),
         source_note="Hub datasets listed per task", citation=TAP_CITATION)
 
 
-FEDILORA_TASKS = (
-    ("llava-recap-118k", "lmms-lab/LLaVA-ReCap-118K"),
-    ("sam-llava-20k", "unography/SAM-LLAVA-20k"),
-    ("llava-next-preference-20k", "battleMaster/llava-next-Preference-dataset-20k"),
+# FediLoRA: id, Hub id, adapter args. ReCap-118K and the NeXt preference set have only a train
+# split: a seeded 90/10 split (FediLoRA's seed, 666) makes the global test split.
+FEDILORA_SPLIT = {"from": "train", "fraction": 0.1, "seed": 666}
+FEDILORA_TASKS: tuple[tuple[str, str, dict], ...] = (
+    ("llava-recap-118k", "lmms-lab/LLaVA-ReCap-118K",
+     {"id_column": "id", "derive_test": FEDILORA_SPLIT}),
+    ("sam-llava-20k", "unography/SAM-LLAVA-20k", {"caption_column": "caption"}),
+    ("llava-next-preference-20k", "battleMaster/llava-next-Preference-dataset-20k",
+     {"derive_test": FEDILORA_SPLIT}),
 )
 
 
 def fedilora_benchmark() -> BenchmarkSpec:
     tasks = tuple(
-        TaskSpec(id=tid, source="hf-llava-conversations", source_args={"repo": hub},
+        TaskSpec(id=tid, source="hf-llava-conversations", source_args={"repo": hub, **args},
                  subgroup="captioning", answer_type="captioning",
                  metrics=("google_bleu", "rougeLsum"), description=f"{tid}: image to text",
+                 split_rule="seeded (666) 90/10 train/test split of the Hub train split"
+                 if "derive_test" in args else "official: train / test",
                  licence="see source", citation=tid)
-        for tid, hub in FEDILORA_TASKS
+        for tid, hub, args in FEDILORA_TASKS
     )
     scen = [ScenarioSpec("quantity-skew", "quantity_skew",
                          params={"num_clients": 10, "global_test": True})]
