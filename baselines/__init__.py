@@ -10,6 +10,7 @@ from baselines.base import (
     method_names,
     weighted_average,
 )
+from baselines.fedmosaic import method as _fedmosaic  # noqa: F401  (registration)
 
 __all__ = ["AdapterConfig", "ClientInfo", "Method", "Payload", "get_method", "method_names",
            "weighted_average"]

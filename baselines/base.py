@@ -82,7 +82,10 @@ class ClientHandle(Protocol):
     def next_batch(self) -> dict[str, torch.Tensor]: ...
 
     def loss(self, batch: Mapping[str, torch.Tensor], adapters: Sequence[str],
-             weights: Sequence[float] | None = None) -> torch.Tensor: ...
+             weights: Sequence[float] | None = None,
+             trainable: Sequence[str] | None = None) -> torch.Tensor:
+        """LM loss with ``adapters`` active; gradients reach ``trainable`` (default: all of
+        ``adapters``)."""
 
     def step(self, adapter: str | Sequence[str], loss: torch.Tensor,
              reset_to: Mapping[str, torch.Tensor] | None = None) -> None:
@@ -101,9 +104,12 @@ class ClientHandle(Protocol):
     last_samples: list[Mapping[str, Any]]
     """The raw samples of the last :meth:`next_batch`."""
 
-    def proxy_gradient(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
-        """Flattened gradient of the LM loss on ``samples`` w.r.t. the last layer (output head)
-        of the frozen proxy model; only for methods with ``needs_proxy``."""
+    bundle: Any
+    """The client's (shared) model bundle, for read-only questions such as its size."""
+
+    proxy: Any
+    """The frozen, adapter-free proxy bundle (smallest architecture) for methods with
+    ``needs_proxy``; ``None`` otherwise."""
 
 
 class AdapterSet(Protocol):
@@ -115,6 +121,7 @@ class AdapterSet(Protocol):
     """
 
     names: list[str]
+    model: torch.nn.Module  # the (possibly wrapped) model the adapters live in
 
     def state(self, name: str) -> State: ...
 
@@ -154,15 +161,18 @@ class Method(ABC):
     # --- set-up --------------------------------------------------------------------------------
     def setup(self, bundles: Mapping[str, Any], public: Sequence[Mapping[str, Any]], *,
               seed: int, cache_dir: Any = None) -> None:
-        """One-off step before federated training, on the frozen base models (one per
-        architecture) and the benchmark's public samples: FedMosaic's weight alignment."""
+        """One-off step before federated training, after :meth:`install`, on the shared models
+        (one bundle per architecture, adapters in place and fresh) and the benchmark's public
+        samples: FedMosaic's weight alignment."""
 
     def install(self, model: torch.nn.Module, *, arch: str, lora: Mapping[str, Any],
-                seed: int) -> AdapterSet | None:
+                seed: int, peers: Mapping[str, Any] | None = None) -> AdapterSet | None:
         """Put the method's own trainable modules into ``model`` (base weights already frozen).
 
         Return ``None`` (the default) for peft LoRA adapters named by :meth:`adapters`, with
         ``lora`` (``r``, ``alpha``, ``dropout``, ``target_regex``) as the zoo's defaults.
+        ``peers`` holds every architecture's bundle (before installation), for methods whose
+        layout depends on the whole federation (FedMosaic's block count).
         """
         return None
 

@@ -143,8 +143,10 @@ class RuntimeClient:
         return self._draw(min(k, len(self.memory))) if self.memory else []
 
     # --- compute -------------------------------------------------------------------------
-    def loss(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None):
-        self.control.activate(adapters, weights, trainable=adapters)
+    def loss(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None,
+             trainable: Sequence[str] | None = None):
+        self.control.activate(adapters, weights,
+                              trainable=adapters if trainable is None else trainable)
         self.bundle.model.train()
         return self.bundle.loss(batch)
 
@@ -165,16 +167,3 @@ class RuntimeClient:
         self.bundle.model.eval()
         with torch.no_grad():
             return self.bundle.last_hidden(list(samples))
-
-    def proxy_gradient(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
-        if self.proxy is None:
-            raise RuntimeError("this method did not ask for a proxy model (needs_proxy)")
-        head = self.proxy.model.get_output_embeddings().weight
-        head.requires_grad_(True)
-        try:
-            self.proxy.model.eval()
-            loss = self.proxy.loss(self.proxy.collate(list(samples), train=True))
-            (grad,) = torch.autograd.grad(loss, head)
-        finally:
-            head.requires_grad_(False)
-        return grad.detach().flatten()

@@ -146,8 +146,7 @@ class LocalRuntime:
                                     seed=self.cfg.seed)
             for p in self.proxy.model.parameters():
                 p.requires_grad_(False)
-        self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
-                          cache_dir=cache)
+        peers = dict(self.bundles)
         for arch, bundle in self.bundles.items():
             info = bundle.info if hasattr(bundle, "info") else ZOO[arch]
             defaults = dict(info.lora_defaults)
@@ -155,7 +154,8 @@ class LocalRuntime:
                     "alpha": self.cfg.lora_alpha or defaults["alpha"],
                     "dropout": defaults.get("dropout", 0.0),
                     "target_regex": defaults.get("target_regex")}
-            control = self.method.install(bundle.model, arch=arch, lora=lora, seed=self.cfg.seed)
+            control = self.method.install(bundle.model, arch=arch, lora=lora, seed=self.cfg.seed,
+                                          peers=peers)
             if control is None:
                 model = bundle.model
                 for i, (name, acfg) in enumerate(self.method.adapters().items()):
@@ -165,9 +165,12 @@ class LocalRuntime:
                                      dropout=acfg.dropout if acfg.dropout is not None
                                      else lora["dropout"],
                                      target_regex=lora["target_regex"])
-                bundle.model = model
                 control = PeftAdapters(model, list(self.method.adapters()))
+            bundle.model = control.model
             self.controls[arch] = control
+        self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
+                          cache_dir=cache)
+        for arch, control in self.controls.items():
             self.init_state[arch] = {n: control.state(n) for n in control.names}
 
     def _fresh_records(self) -> dict[int, ClientRecord]:

@@ -104,6 +104,9 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
                      "transformers": transformers.__version__},
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    extra = getattr(runtime.method, "flops_extra_pct", None)
+    if extra is not None:
+        result["cost"]["flops_extra_pct"] = round(float(extra), 4)
     from leaderboard.run_result import RunResult
 
     RunResult.model_validate(json.loads(json.dumps(result)))
