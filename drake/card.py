@@ -318,7 +318,7 @@ def sources_table() -> str:
     for dataset, (upstream, licence) in DRAKE_SOURCES.items():
         rows.append(f"| {dataset} | {repo[dataset]} `{dataset}.tar` | {upstream} | {licence} | "
                     f"{', '.join(tasks[dataset])} |")
-    return "\\n".join(rows)
+    return "\n".join(rows)
 
 
 def project_card() -> str:
@@ -347,16 +347,16 @@ def project_card() -> str:
         "Client = released client index; caps are the maximum rows kept per split.",
         source_task_table(drake_spec),
         "## DRAKE clients, released hetero Llama 1B/3B scenario (generated)",
-        client_table(drake_spec), "\\n".join(tab23),
-        "## DRAKE model mixes (generated)", "\\n".join(mixes),
+        client_table(drake_spec), "\n".join(tab23),
+        "## DRAKE model mixes (generated)", "\n".join(mixes),
         "## HFLB (generated)", source_task_table(hflb), client_table(hflb),
         "## Sources (generated)", sources_table(),
         "## drake-synth tasks (generated)", task_table(synth),
         "## drake-synth clients (generated)", client_table(synth),
-        "## Other benchmarks (generated)", "\\n".join(others),
+        "## Other benchmarks (generated)", "\n".join(others),
         PROJECT_PROSE_TAIL,
     ]
-    return "\\n\\n".join(p.strip("\\n") for p in parts) + "\\n"
+    return "\n\n".join(p.strip("\n") for p in parts) + "\n"
 
 
 if __name__ == "__main__":
