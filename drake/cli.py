@@ -241,9 +241,17 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from drake.quickstart import quickstart
 
     results = quickstart(Path(args.out), methods=args.methods, size=args.size,
-                         rounds=args.rounds, seed=args.seed, progress=_progress("building"))
+                         rounds=args.rounds, seed=args.seed, mc_scoring=args.mc_scoring,
+                         progress=_progress("building"))
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
-                  "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen)")
+                  "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen), "
+                  f"MC scored by {args.mc_scoring}")
+    first = Path(args.out) / "runs" / args.methods[0] / "metrics.jsonl"
+    if first.exists():
+        p0 = json.loads(first.read_text().splitlines()[0])
+        if p0.get("initial"):
+            table.add_row("(before training)", f"{p0['self']:.1f}", "", f"{p0['others']:.1f}",
+                          "", "")
     for res in results:
         m = res["metrics"]
         up = res["cost"]["comm_bytes_up_per_round"]
@@ -382,6 +390,8 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--size", default="small")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="loglik",
+                   help="how multiple-choice answers are scored (loglik suits tiny models)")
     p.set_defaults(func=cmd_quickstart)
 
     p = sub.add_parser("methods", help="list the federated methods")

@@ -19,11 +19,18 @@ DEFAULT_METHODS = ("sft", "fedavg", "ditto")
 
 
 def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str = "small",
-               rounds: int = 4, seed: int = 0, eval_per_task: int = 10, compute_budget: int = 12,
+               rounds: int = 4, seed: int = 0, eval_per_task: int = 8, eval_every: int = 2,
+               compute_budget: int = 12, mc_scoring: str = "loglik",
                pretrain_steps: int | None = None, progress=None, say=print) -> list[dict[str, Any]]:
-    """Run the quickstart under ``out`` and return the results of each method."""
+    """Run the quickstart under ``out`` and return the results of each method.
+
+    Multiple-choice answers are scored by option likelihood by default (``mc_scoring``): the
+    tiny models answer in the public split's formats until training teaches them the tasks',
+    so greedy generation mostly measures format. The first method's run also scores the
+    models before any training (its ``metrics.jsonl`` round 0), the reference row.
+    """
     from drake.build import build
-    from drake.models import pretrain
+    from drake.models.pretrain import pretrain_many
     from drake.registry import get_benchmark
     from drake.runtime import LocalRuntime, RunConfig
     from drake.verify import verify
@@ -40,19 +47,23 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
         build(spec, data, seed=seed, overwrite=True, progress=progress)
     models = out / "models"
     say(f"[2/3] pretraining the tiny models (cached in {models})")
+    todo = []
     for name in sorted(set(spec.models())):
         report = models / name / "pretrain_report.json"
         if report.exists() and json.loads(report.read_text()).get("seed") == seed:
             say(f"      {name}: cached")
-            continue
+        else:
+            todo.append(name)
+    if todo:
         kwargs = {"steps": pretrain_steps} if pretrain_steps else {}
-        pretrain(name, out_dir=models, seed=seed, **kwargs)
+        pretrain_many(todo, out_dir=models, seed=seed, **kwargs)
     results = []
     for i, method in enumerate(methods):
         say(f"[3/3] {method} ({i + 1}/{len(methods)}): {rounds} rounds, dynamic hetero")
         cfg = RunConfig(data=str(folder), scenario="dynamic", method=method,
                         out=str(out / "runs" / method), seed=seed, rounds=rounds,
                         compute_budget=compute_budget, eval_per_task=eval_per_task,
-                        model_cache=str(models))
+                        eval_every=eval_every, mc_scoring=mc_scoring,
+                        eval_initial=i == 0, model_cache=str(models))
         results.append(LocalRuntime(cfg).run())
     return results
