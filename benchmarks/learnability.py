@@ -49,6 +49,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--test", type=int, default=40, help="test samples per task")
+    parser.add_argument("--train-vision", action="store_true",
+                        help="also train the projector and the vision tower (not FedMosaic's "
+                        "setup: it tells whether the frozen visual path is the bottleneck)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     from drake.models import add_lora, load_model
@@ -69,7 +72,8 @@ def main() -> None:
         info = dict(bundle.info.lora_defaults)
         bundle.model = add_lora(bundle.model, "probe", r=info["r"], alpha=info["alpha"],
                                 target_regex=info.get("target_regex"), seed=0)
-        params = [p for n, p in bundle.model.named_parameters() if "lora_" in n]
+        params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or (
+            args.train_vision and ("multi_modal_projector" in n or "vision_tower" in n))]
         for p in params:
             p.requires_grad_(True)
         opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
