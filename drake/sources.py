@@ -144,6 +144,43 @@ def hub_cache_dir(cache_dir: str | Path | None = None) -> Path | None:
     return None
 
 
+def hub_call(fetch: Callable[[], Any], *, repo: str, revision: str | None, what: str,
+             hint: str, not_cached: str) -> Any:
+    """Run a ``huggingface_hub`` download and turn its errors into one-line DRAKE errors.
+
+    ``not_cached`` is the message when the Hub is off or unreachable and the cache lacks the
+    files; the others name the repo, the revision or the file and say how to fix them.
+    """
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    try:
+        return fetch()
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
+        raise NetworkUnavailable(not_cached) from None
+    except GatedRepoError:
+        raise HubError(f"{repo} is gated: accept its terms on the Hub and log in with "
+                       f"`hf auth login`, then retry") from None
+    except RepositoryNotFoundError:
+        raise HubError(f"dataset repo {repo} not found on the Hub (or it is private: log in "
+                       f"with `hf auth login`); check the repo id in drake/catalog/") from None
+    except RevisionNotFoundError:
+        raise HubError(f"dataset repo {repo} has no revision {revision!r}; pass an existing "
+                       f"branch, tag or commit to --revision") from None
+    except EntryNotFoundError:
+        raise HubError(f"{what} does not exist on the Hub") from None
+    except (HfHubHTTPError, OSError) as exc:
+        raise NetworkUnavailable(f"downloading {what} failed ({type(exc).__name__}: {exc}); "
+                                 f"{hint}") from None
+
+
 def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
              cache_dir: str | Path | None = None, hint: str = OFFLINE_HINT) -> Path:
     """Local path of one file of a Hub *dataset* repo, downloaded into the cache if needed.
@@ -167,15 +204,6 @@ def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
         The Hub answered that the repo, revision or file does not exist or is gated.
     """
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        GatedRepoError,
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        OfflineModeIsEnabled,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
 
     online = _online()
     cache = hub_cache_dir(cache_dir)
@@ -184,30 +212,15 @@ def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
            f"{_hub_host()[0]} did not answer within {PROBE_TIMEOUT:g} s")
     # a Hub that accepts the connection but never answers must not stall the build either
     timeout = {} if os.environ.get("HF_HUB_ETAG_TIMEOUT") else {"etag_timeout": PROBE_TIMEOUT}
-    try:
-        path = hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
-                               cache_dir=cache, local_files_only=not online, **timeout)
-    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
-        where = cache or "the default Hugging Face cache"
-        if online:
-            why = f"no answer from {_hub_host()[0]}"
-        raise NetworkUnavailable(
-            f"{repo_id}{at}/{filename} is not in the Hugging Face cache ({where}) and the Hub "
-            f"cannot be reached ({why}); {hint}") from None
-    except GatedRepoError:
-        raise HubError(f"{repo_id} is gated: accept its terms on the Hub and log in with "
-                       f"`hf auth login`, then retry") from None
-    except RepositoryNotFoundError:
-        raise HubError(f"dataset repo {repo_id} not found on the Hub (or it is private: log in "
-                       f"with `hf auth login`)") from None
-    except RevisionNotFoundError:
-        raise HubError(f"dataset repo {repo_id} has no revision {revision!r}; pass an existing "
-                       f"branch, tag or commit to --revision") from None
-    except EntryNotFoundError:
-        raise HubError(f"dataset repo {repo_id}{at} has no file {filename!r}") from None
-    except (HfHubHTTPError, OSError) as exc:
-        raise NetworkUnavailable(f"downloading {repo_id}{at}/{filename} failed "
-                                 f"({type(exc).__name__}: {exc}); {hint}") from None
+    where = cache or "the default Hugging Face cache"
+    if online:
+        why = f"no answer from {_hub_host()[0]}"
+    path = hub_call(
+        lambda: hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
+                                cache_dir=cache, local_files_only=not online, **timeout),
+        repo=repo_id, revision=revision, what=f"{repo_id}{at}/{filename}", hint=hint,
+        not_cached=f"{repo_id}{at}/{filename} is not in the Hugging Face cache ({where}) and "
+                   f"the Hub cannot be reached ({why}); {hint}")
     return Path(path)
 
 

@@ -104,3 +104,33 @@ class Adapter:
 
     def sample(self, task: TaskSpec, split: str, record: Any, index: int) -> dict[str, Any]:
         raise NotImplementedError
+
+
+class CoreAdapter(Adapter):
+    """An adapter that opens one *core* per task (a loaded source dataset) and delegates to it.
+
+    Subclasses implement :meth:`core`; the core offers ``describe()``, ``convert(split)`` and
+    ``sample(split, record, index)``.
+    """
+
+    def __init__(self, options: AdapterOptions) -> None:
+        super().__init__(options)
+        self._cores: dict[str, Any] = {}
+
+    def core(self, task: TaskSpec) -> Any:
+        raise NotImplementedError
+
+    def prefetch(self, tasks: list[TaskSpec]) -> None:
+        """Download (or find in the cache) and open every task's dataset before converting."""
+        for task in tasks:
+            self.core(task)
+
+    def describe(self, task: TaskSpec) -> dict[str, Any]:
+        """Repo, resolved commit, split rule (and classes or format), for the manifest."""
+        return self.core(task).describe()
+
+    def convert(self, task: TaskSpec, split: str) -> Conversion:
+        return self.core(task).convert(split)
+
+    def sample(self, task: TaskSpec, split: str, record: Any, index: int) -> dict[str, Any]:
+        return self.core(task).sample(split, record, index)

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from drake.adapters.base import Adapter, AdapterOptions, Conversion, Rejection
+from drake.adapters.base import AdapterOptions, Conversion, CoreAdapter, Rejection
 from drake.adapters.hubdata import (
     column_values,
     derived_rows,
@@ -404,14 +404,10 @@ def _template_fields(template: str) -> tuple[str, ...]:
                                if name))
 
 
-class HubClassificationAdapter(Adapter):
+class HubClassificationAdapter(CoreAdapter):
     """Image classification from a Hub dataset (see the module docstring for the sample form)."""
 
     kind = "hf-classification"
-
-    def __init__(self, options: AdapterOptions) -> None:
-        super().__init__(options)
-        self._cores: dict[str, ClassificationCore] = {}
 
     def core(self, task: TaskSpec) -> ClassificationCore:
         if task.id not in self._cores:
@@ -421,18 +417,3 @@ class HubClassificationAdapter(Adapter):
     def class_names(self, task: TaskSpec) -> list[str]:
         """The task's classes in label order, as prompts and answers write them."""
         return list(self.core(task).table.names)
-
-    def prefetch(self, tasks: list[TaskSpec]) -> None:
-        """Download (or find in the cache) and open every task's dataset before converting."""
-        for task in tasks:
-            self.core(task)
-
-    def describe(self, task: TaskSpec) -> dict[str, Any]:
-        """Repo, resolved commit, split rule and class list, for the manifest."""
-        return self.core(task).describe()
-
-    def convert(self, task: TaskSpec, split: str) -> Conversion:
-        return self.core(task).convert(split)
-
-    def sample(self, task: TaskSpec, split: str, record: Any, index: int) -> dict[str, Any]:
-        return self.core(task).sample(split, record, index)

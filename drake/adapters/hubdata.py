@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from drake.adapters.base import Conversion, Rejection
-from drake.errors import BuildError, HubError, NetworkUnavailable
+from drake.errors import BuildError
 from drake.specs import TaskSpec
 
 _PROBE: dict[str, bool] = {}
@@ -66,43 +66,22 @@ def snapshot_path(repo: str, *, revision: str | None, cache_dir: Path | None,
         The Hub answered that the repo or revision does not exist, or is gated.
     """
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        OfflineModeIsEnabled,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
 
-    from drake.sources import OFFLINE_HINT, hub_cache_dir, hub_offline
+    from drake.sources import OFFLINE_HINT, hub_cache_dir, hub_call, hub_offline
 
     cache = hub_cache_dir(cache_dir)
     local = _local_only()
     at = f"{repo}@{revision or 'main'}"
-    try:
-        path = snapshot_download(repo_id=repo, repo_type="dataset", revision=revision,
-                                 cache_dir=str(cache) if cache else None,
-                                 local_files_only=local,
-                                 allow_patterns=list(allow_patterns) if allow_patterns else None)
-    except (LocalEntryNotFoundError, OfflineModeIsEnabled):
-        why = "HF_HUB_OFFLINE is set" if hub_offline() else "the Hub did not answer"
-        raise NetworkUnavailable(
-            f"dataset {at} is not in the Hugging Face cache "
-            f"({cache or 'the default cache'}) and the Hub cannot be reached ({why}); "
-            f"{OFFLINE_HINT}") from None
-    except GatedRepoError:
-        raise HubError(f"dataset {repo} is gated: accept its terms on the Hub and log in with "
-                       f"`hf auth login`, then retry") from None
-    except RepositoryNotFoundError:
-        raise HubError(f"dataset repo {repo} not found on the Hub (or it is private: log in "
-                       f"with `hf auth login`); fix the repo id in drake/catalog/") from None
-    except RevisionNotFoundError:
-        raise HubError(f"dataset repo {repo} has no revision {revision!r}; pass an existing "
-                       f"branch, tag or commit to --revision") from None
-    except (HfHubHTTPError, OSError) as exc:
-        raise NetworkUnavailable(f"downloading dataset {at} failed ({type(exc).__name__}: "
-                                 f"{exc}); retry, or {OFFLINE_HINT}") from exc
+    why = "HF_HUB_OFFLINE is set" if hub_offline() else "the Hub did not answer"
+    path = hub_call(
+        lambda: snapshot_download(repo_id=repo, repo_type="dataset", revision=revision,
+                                  cache_dir=str(cache) if cache else None,
+                                  local_files_only=local,
+                                  allow_patterns=list(allow_patterns) if allow_patterns else None),
+        repo=repo, revision=revision, what=f"dataset {at}", hint=f"retry, or {OFFLINE_HINT}",
+        not_cached=f"dataset {at} is not in the Hugging Face cache "
+                   f"({cache or 'the default cache'}) and the Hub cannot be reached ({why}); "
+                   f"{OFFLINE_HINT}")
     return Path(path)
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drake.adapters.base import Adapter, AdapterOptions, Conversion
+from drake.adapters.base import AdapterOptions, Conversion, CoreAdapter
 from drake.adapters.classification import IMAGE_COLUMNS, ClassificationCore, find_column
 from drake.adapters.hubdata import (
     derived_rows,
@@ -289,14 +289,10 @@ class GenerationCore:
         }
 
 
-class TapAdapter(Adapter):
+class TapAdapter(CoreAdapter):
     """TAP's datasets (see the module docstring for each format's sample form)."""
 
     kind = "hf-tap"
-
-    def __init__(self, options: AdapterOptions) -> None:
-        super().__init__(options)
-        self._cores: dict[str, Any] = {}
 
     def core(self, task: TaskSpec):
         if task.id in self._cores:
@@ -316,18 +312,3 @@ class TapAdapter(Adapter):
                              f"{list(FORMATS)}")
         self._cores[task.id] = core
         return core
-
-    def prefetch(self, tasks: list[TaskSpec]) -> None:
-        """Download (or find in the cache) and open every task's dataset before converting."""
-        for task in tasks:
-            self.core(task)
-
-    def describe(self, task: TaskSpec) -> dict[str, Any]:
-        """Repo, resolved commit, format and split rule (and classes), for the manifest."""
-        return self.core(task).describe()
-
-    def convert(self, task: TaskSpec, split: str) -> Conversion:
-        return self.core(task).convert(split)
-
-    def sample(self, task: TaskSpec, split: str, record: Any, index: int) -> dict[str, Any]:
-        return self.core(task).sample(split, record, index)
