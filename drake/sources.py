@@ -208,13 +208,12 @@ def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
     online = _online()
     cache = hub_cache_dir(cache_dir)
     at = f"@{revision}" if revision else ""
-    why = ("HF_HUB_OFFLINE is set" if hub_offline() else
-           f"{_hub_host()[0]} did not answer within {PROBE_TIMEOUT:g} s")
+    host = _hub_host()[0]
+    why = (f"no answer from {host}" if online else "HF_HUB_OFFLINE is set" if hub_offline()
+           else f"{host} did not answer within {PROBE_TIMEOUT:g} s")
     # a Hub that accepts the connection but never answers must not stall the build either
     timeout = {} if os.environ.get("HF_HUB_ETAG_TIMEOUT") else {"etag_timeout": PROBE_TIMEOUT}
     where = cache or "the default Hugging Face cache"
-    if online:
-        why = f"no answer from {_hub_host()[0]}"
     path = hub_call(
         lambda: hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
                                 cache_dir=cache, local_files_only=not online, **timeout),

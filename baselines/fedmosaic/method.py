@@ -45,12 +45,14 @@ from typing import Any
 
 import torch
 
-from baselines.base import Method, Payload, register
+from baselines.base import AdapterConfig, Method, Payload, register
 from baselines.fedmosaic.blocks import block_map, lora_target_regex
 from baselines.fedmosaic.pqlora import (
+    PQLoRALinear,
     activate,
     decoder_layers,
     gate_lora_layers,
+    gate_parameters,
     gate_state,
     inject_pqlora,
     load_gate_state,
@@ -97,7 +99,7 @@ class MosaicAdapters:
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
-        self.has_pq = bool(pq_modules(model)) if _has_pq(model) else False
+        self.has_pq = any(isinstance(m, PQLoRALinear) for m in model.modules())
 
     def state(self, name: str) -> dict[str, torch.Tensor]:
         out = {f"lora.{k}": p.detach().to("cpu", copy=True)
@@ -133,8 +135,6 @@ class MosaicAdapters:
         for m in pq_modules(self.model).values() if self.has_pq else ():
             out += [m.P[name], m.Q[name]]
         if name == LOCAL:
-            from baselines.fedmosaic.pqlora import gate_parameters
-
             out += gate_parameters(self.model)
         return out
 
@@ -142,12 +142,6 @@ class MosaicAdapters:
                  trainable: Sequence[str] = ()) -> None:
         # the gates, not ``weights``, mix local and global (Eq. 9)
         activate(self.model, list(names), trainable=list(trainable))
-
-
-def _has_pq(model: torch.nn.Module) -> bool:
-    from baselines.fedmosaic.pqlora import PQLoRALinear
-
-    return any(isinstance(m, PQLoRALinear) for m in model.modules())
 
 
 class FedMosaic(Method):
@@ -196,11 +190,8 @@ class FedMosaic(Method):
         self.ema_alpha, self.noise_std, self.keep_fraction = ema_alpha, noise_std, keep_fraction
         self.tracker: GradientTracker | None = None
         self._extra_flops: list[float] = []
-        self._blocks_used: int | None = None
 
     def adapters(self):
-        from baselines.base import AdapterConfig
-
         return {LOCAL: AdapterConfig(), GLOBAL: AdapterConfig()}
 
     def eval_adapters(self) -> dict[str, float]:
@@ -215,7 +206,6 @@ class FedMosaic(Method):
         nb = min([self.num_blocks, depth, *depths.values()])
         if nb != self.num_blocks:
             log.info("FedMosaic: N_B lowered from %d to %d (shallowest model)", self.num_blocks, nb)
-        self._blocks_used = nb
         self.hparams["num_blocks_used"] = nb
         if self.pqlora:
             bmap = block_map(depth, nb)

@@ -17,6 +17,7 @@ Adapters never write files and never reach the network except through ``huggingf
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -87,7 +88,7 @@ class AdapterOptions:
     strict: bool = False
 
 
-class Adapter:
+class Adapter(ABC):
     """Base class: subclasses set ``kind`` and implement the two passes."""
 
     kind: ClassVar[str] = ""
@@ -99,11 +100,13 @@ class Adapter:
         """The splits this task has (``train``/``test`` unless the rule says otherwise)."""
         return ("train", "test")
 
+    @abstractmethod
     def convert(self, task: TaskSpec, split: str) -> Conversion:
-        raise NotImplementedError
+        """Read every source row of the split once: kept records, drops and rejections."""
 
+    @abstractmethod
     def sample(self, task: TaskSpec, split: str, record: Any, index: int) -> dict[str, Any]:
-        raise NotImplementedError
+        """The schema sample of one kept record (images loaded now)."""
 
 
 class CoreAdapter(Adapter):
@@ -117,8 +120,9 @@ class CoreAdapter(Adapter):
         super().__init__(options)
         self._cores: dict[str, Any] = {}
 
+    @abstractmethod
     def core(self, task: TaskSpec) -> Any:
-        raise NotImplementedError
+        """The task's opened source (cached in ``self._cores``)."""
 
     def prefetch(self, tasks: list[TaskSpec]) -> None:
         """Download (or find in the cache) and open every task's dataset before converting."""

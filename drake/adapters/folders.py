@@ -25,6 +25,7 @@ whose file is gone).
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,8 +113,9 @@ class _FolderAdapter(Adapter):
             raise BuildError(f"--source-dir {src} is not a folder; {hint}")
         return src
 
+    @abstractmethod
     def _build(self, task: TaskSpec) -> FolderIndex:
-        raise NotImplementedError
+        """Index the task's folder: classes, entries and the split rule."""
 
     def index(self, task: TaskSpec) -> FolderIndex:
         if task.id not in self._index:
