@@ -1,30 +1,38 @@
 """Can a tiny model learn a drake-synth task? LoRA on one task, held-out accuracy over steps.
 
-For each task: a fresh LoRA (the zoo's defaults) on a pretrained tiny model trains on the task's
-train split alone, and the test split is scored by option likelihood every ``--every`` steps.
-It prints chance, the score before training and the curve. Use it to calibrate drake-synth's
-difficulty against the models that run it offline.
+For each task, samples are generated directly with the task's knobs (``drake.synth.knobs``, or
+the overrides given here), so a knob can be tried without a build. A fresh LoRA (the zoo's
+defaults) on a pretrained tiny model trains on ``--train-size`` samples of the task alone, and
+``--test`` held-out samples are scored by option likelihood before training and every
+``--every`` steps. It prints chance, the score before training and the curve.
 
-    python benchmarks/learnability.py --data DIR/drake-synth --model-cache DIR
-        [--model tiny-llava-qwen] [--tasks synth-spatial ...] [--steps 600] [--every 150]
+This is the calibration measurement of drake-synth: ``--json drake/synth/calibration.json``
+records it, and the dataset card renders that file (a test checks that the recorded knobs are
+still the defaults, so the table cannot silently describe other data).
+
+    python benchmarks/learnability.py --model-cache DIR [--model tiny-llava-qwen]
+        [--tasks synth-spatial ...] [--steps 240] [--every 80] [--closeness 0.0]
+        [--objects 1 2] [--jobs 2] [--json drake/synth/calibration.json]
+
+With ``--tasks``, an existing ``--json`` file measured with the same settings keeps its other
+rows, so a re-calibrated task can be re-measured alone.
+
+``--model-cache`` must hold the pretrained tiny models (``drake models pretrain`` or
+``drake quickstart`` fills it).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import torch
-
-
-def rows(root: Path, manifest: dict, task: str, split: str) -> list[dict]:
-    out = []
-    for shard in manifest["tasks"][task][split]["shards"]:
-        out.extend(pq.read_table(root / shard["file"]).to_pylist())
-    return out
 
 
 def accuracy(bundle, samples, batch: int = 32) -> float:
@@ -38,62 +46,117 @@ def accuracy(bundle, samples, batch: int = 32) -> float:
     return 100.0 * right / len(samples)
 
 
+def knobs_for(task: str, args: argparse.Namespace):
+    from drake.synth.knobs import DEFAULT_KNOBS
+
+    knobs = DEFAULT_KNOBS[task]
+    if args.closeness is not None:
+        knobs = dataclasses.replace(knobs, closeness=args.closeness)
+    if args.objects is not None:
+        knobs = dataclasses.replace(knobs, objects=tuple(args.objects))
+    return knobs
+
+
+def measure(task: str, args: argparse.Namespace) -> dict | None:
+    """Train a fresh LoRA on ``task`` and return its curve, or None for an open-ended task."""
+    torch.set_num_threads(1)
+    from drake.models import add_lora, load_model
+    from drake.synth.catalog import generate_sample
+
+    knobs = knobs_for(task, args)
+    test = [generate_sample(task, "test", i, args.seed, knobs=knobs) for i in range(args.test)]
+    if not test[0]["choices"]:
+        return None
+    train = [generate_sample(task, "train", i, args.seed, knobs=knobs)
+             for i in range(args.train_size)]
+    torch.manual_seed(args.seed)
+    bundle = load_model(args.model, cache_dir=Path(args.model_cache), pretrained=True)
+    for p in bundle.model.parameters():
+        p.requires_grad_(False)
+    info = dict(bundle.info.lora_defaults)
+    bundle.model = add_lora(bundle.model, "probe", r=info["r"], alpha=info["alpha"],
+                            target_regex=info.get("target_regex"), seed=args.seed)
+    params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or (
+        args.train_vision and ("multi_modal_projector" in n or "vision_tower" in n))]
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    rng = np.random.default_rng(args.seed)
+    chance = 100.0 * float(np.mean([1 / len(s["choices"]) for s in test]))
+    curve = [accuracy(bundle, test)]
+    losses = []
+    start = time.perf_counter()
+    for step in range(1, args.steps + 1):
+        bundle.model.train()
+        idx = rng.choice(len(train), size=args.batch_size, replace=len(train) < args.batch_size)
+        loss = bundle.loss(bundle.collate([train[i] for i in idx], train=True))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        if step % args.every == 0:
+            curve.append(accuracy(bundle, test))
+    return {"chance": round(chance, 2), "curve": [round(a, 2) for a in curve],
+            "knobs": dataclasses.asdict(knobs),
+            "train_loss": [round(float(np.mean(losses[:20])), 4),
+                           round(float(np.mean(losses[-20:])), 4)],
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", required=True)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model-cache", required=True)
     parser.add_argument("--model", default="tiny-llava-qwen")
-    parser.add_argument("--tasks", nargs="+", default=None)
-    parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--every", type=int, default=150)
+    parser.add_argument("--tasks", nargs="+", default=None,
+                        help="default: every client task of drake-synth")
+    parser.add_argument("--steps", type=int, default=240)
+    parser.add_argument("--every", type=int, default=80)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--test", type=int, default=40, help="test samples per task")
+    parser.add_argument("--train-size", type=int, default=600)
+    parser.add_argument("--test", type=int, default=80, help="test samples per task")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--closeness", type=float, default=None, help="override every task's")
+    parser.add_argument("--objects", type=int, nargs=2, default=None, metavar=("LO", "HI"),
+                        help="override every task's")
     parser.add_argument("--train-vision", action="store_true",
                         help="also train the projector and the vision tower (not FedMosaic's "
                         "setup: it tells whether the frozen visual path is the bottleneck)")
+    parser.add_argument("--jobs", type=int, default=1, help="tasks measured in parallel")
+    parser.add_argument("--json", default=None, help="write the table here")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    from drake.models import add_lora, load_model
+    from drake.registry import get_benchmark
 
-    root = Path(args.data)
-    manifest = json.loads((root / "manifest.json").read_text())
-    tasks = args.tasks or [t for c in manifest["spec"]["clients"] for t in c["tasks"]]
-    for task in tasks:
-        test = [s for s in rows(root, manifest, task, "test") if s["choices"]][: args.test]
-        train = rows(root, manifest, task, "train")
-        if not test:
-            print(f"{task}: open-ended, skipped")
-            continue
-        torch.manual_seed(0)
-        bundle = load_model(args.model, cache_dir=Path(args.model_cache), pretrained=True)
-        for p in bundle.model.parameters():
-            p.requires_grad_(False)
-        info = dict(bundle.info.lora_defaults)
-        bundle.model = add_lora(bundle.model, "probe", r=info["r"], alpha=info["alpha"],
-                                target_regex=info.get("target_regex"), seed=0)
-        params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or (
-            args.train_vision and ("multi_modal_projector" in n or "vision_tower" in n))]
-        for p in params:
-            p.requires_grad_(True)
-        opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
-        rng = np.random.default_rng(0)
-        chance = 100.0 * float(np.mean([1 / len(s["choices"]) for s in test]))
-        curve = [accuracy(bundle, test)]
-        losses = []
-        for step in range(1, args.steps + 1):
-            bundle.model.train()
-            idx = rng.choice(len(train), size=args.batch_size, replace=len(train) < args.batch_size)
-            loss = bundle.loss(bundle.collate([train[i] for i in idx], train=True))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
-            if step % args.every == 0:
-                curve.append(accuracy(bundle, test))
-        print(f"{task:<24} chance {chance:5.1f}  acc " + " ".join(f"{a:5.1f}" for a in curve)
-              + f"  (every {args.every} steps; train loss {np.mean(losses[:20]):.3f} -> "
-              f"{np.mean(losses[-20:]):.3f})", flush=True)
+    tasks = args.tasks or [t for c in get_benchmark("drake-synth").clients for t in c.tasks]
+    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+        futures = {t: pool.submit(measure, t, args) for t in tasks}
+        table = {}
+        for task, future in futures.items():
+            row = future.result()
+            if row is None:
+                print(f"{task:<24} open-ended, skipped", flush=True)
+                continue
+            table[task] = row
+            print(f"{task:<24} chance {row['chance']:5.1f}  acc "
+                  + " ".join(f"{a:5.1f}" for a in row["curve"])
+                  + f"  (train loss {row['train_loss'][0]:.3f} -> {row['train_loss'][1]:.3f})",
+                  flush=True)
+    final = [r["curve"][-1] - r["chance"] for r in table.values()]
+    print(f"mean gain over chance after {args.steps} steps: {np.mean(final):+.1f} points; "
+          f"{sum(g >= 10 for g in final)} of {len(final)} tasks gain 10 points or more")
+    if args.json:
+        settings = {k: v for k, v in vars(args).items() if k not in ("json", "jobs", "tasks",
+                                                                    "model_cache")}
+        path = Path(args.json)
+        if args.tasks and path.exists():  # re-measured tasks replace their rows
+            old = json.loads(path.read_text())
+            if old["settings"] != settings:
+                raise SystemExit(f"{path} was measured with other settings ({old['settings']});"
+                                 " re-measure every task (no --tasks) or use the same settings")
+            table = {**old["tasks"], **table}
+        path.write_text(json.dumps({"settings": settings, "tasks": table},
+                                   indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import partitioners as P
-from drake.build import MANIFEST, sha256_file
+from drake.build import MANIFEST, restrict_spec, sha256_file
 from drake.errors import BuildError, UnknownNameError
 from drake.specs import BenchmarkSpec, ScenarioSpec
 
@@ -244,7 +244,11 @@ def add_scenario(root: Path, scenario: ScenarioSpec, *, seed: int | None = None,
 
 
 def spec_from_manifest(manifest: dict[str, Any], get_benchmark) -> BenchmarkSpec:
-    """The registered spec a build was made from, checked against the manifest's fingerprint."""
+    """The registered spec a build was made from, checked against the manifest's fingerprint.
+
+    A ``drake build --tasks`` folder was made from the registered spec cut down to its tasks,
+    so that cut is tried too.
+    """
     name = manifest["benchmark"]
     sizes = [None]
     from drake.catalog.synth import SIZES
@@ -252,10 +256,15 @@ def spec_from_manifest(manifest: dict[str, Any], get_benchmark) -> BenchmarkSpec
 
     if name in SYNTHETIC:
         sizes = list(SIZES)
+    built = set(manifest.get("tasks", {}))
     for size in sizes:
         spec = get_benchmark(name, size=size)
-        if spec.fingerprint() == manifest["spec_sha256"]:
-            return spec
+        candidates = [spec]
+        if built and built != {t.id for t in spec.tasks} and built <= {t.id for t in spec.tasks}:
+            candidates.append(restrict_spec(spec, built))
+        for candidate in candidates:
+            if candidate.fingerprint() == manifest["spec_sha256"]:
+                return candidate
     raise BuildError(f"the spec of {name} in this suite differs from the one the folder was "
                      f"built with (spec_sha256 {manifest['spec_sha256'][:12]}…); rebuild it")
 

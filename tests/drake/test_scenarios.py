@@ -101,3 +101,24 @@ def test_scenario_tables_are_deterministic(synth, tmp_path):
     train = t[t.split == "train"]
     for _, rows in train.groupby("client"):
         assert sorted(rows.position) == list(range(len(rows)))
+
+
+def test_drake_partition_works_on_a_tasks_build(tmp_path):
+    """A `drake build --tasks` folder is made from the spec cut down to its tasks; `drake
+    partition` recognises that cut instead of refusing the folder as built by another spec."""
+    from drake.build import restrict_spec
+
+    spec = restrict_spec(get_benchmark("drake-synth", size="tiny"),
+                         ["synth-spatial", "synth-quad-colour", "synth-dish-name"])
+    folder = build(spec, tmp_path / "s", seed=3)
+    rc = main(["partition", str(folder), "--scenario", "iid3", "--rule", "iid",
+               "--param", "num_clients=3"])
+    assert rc == 0
+    assert verify(folder).ok
+    t = table(folder, "iid3")
+    assert sorted(t.client.unique()) == [0, 1, 2]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for split in ("train", "test"):  # every row of the three tasks is placed once
+        rows = sum(manifest["tasks"][task][split]["rows"] for task in manifest["tasks"])
+        placed = t[t.split == split]
+        assert len(placed) == placed.id.nunique() == rows
