@@ -17,6 +17,9 @@ still the defaults, so the table cannot silently describe other data).
 With ``--tasks``, an existing ``--json`` file measured with the same settings keeps its other
 rows, so a re-calibrated task can be re-measured alone.
 
+``--tasks probe-colour-lookup`` measures the smallest text-conditioned look-up instead (see
+:data:`LOOKUP_PROBE`); ``--full`` trains every weight, to tell capacity from the LoRA setup.
+
 ``--model-cache`` must hold the pretrained tiny models (``drake models pretrain`` or
 ``drake quickstart`` fills it).
 """
@@ -46,6 +49,33 @@ def accuracy(bundle, samples, batch: int = 32) -> float:
     return 100.0 * right / len(samples)
 
 
+LOOKUP_PROBE = "probe-colour-lookup"
+"""Not a drake-synth task: single-shape public images asked "Is the shape <colour>?" (Yes/No),
+the gold colour or another one with equal odds. It is the smallest text-conditioned visual
+look-up (the question names what to find), which every client statement task composes. A model
+that cannot learn it cannot learn those tasks; one that names colours can see them."""
+
+
+def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
+    from drake.synth.catalog import generate_sample
+    from drake.synth.scene import COLOURS
+
+    rng = np.random.default_rng([seed, 7])
+    out, index = [], 0
+    while len(out) < count:
+        sample = generate_sample("synth-public-open", split, index, seed)
+        index += 1
+        if json.loads(sample["meta"])["family"] != "colour":
+            continue
+        truth = bool(rng.random() < 0.5)
+        colour = sample["answer"] if truth else str(
+            rng.choice([c for c in COLOURS if c != sample["answer"]]))
+        out.append({**sample, "choices": ["Yes", "No"], "answer": "Yes" if truth else "No",
+                    "prompt": f"<image>\nIs the shape {colour}?\nChoice list:[Yes, No]. "
+                              "Your answer is:"})
+    return out
+
+
 def knobs_for(task: str, args: argparse.Namespace):
     from drake.synth.knobs import DEFAULT_KNOBS
 
@@ -63,12 +93,18 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
     from drake.models import add_lora, load_model
     from drake.synth.catalog import generate_sample
 
-    knobs = knobs_for(task, args)
-    test = [generate_sample(task, "test", i, args.seed, knobs=knobs) for i in range(args.test)]
-    if not test[0]["choices"]:
-        return None
-    train = [generate_sample(task, "train", i, args.seed, knobs=knobs)
-             for i in range(args.train_size)]
+    if task == LOOKUP_PROBE:
+        knobs = None
+        test = lookup_probe("test", args.test, args.seed)
+        train = lookup_probe("public", args.train_size, args.seed)
+    else:
+        knobs = knobs_for(task, args)
+        test = [generate_sample(task, "test", i, args.seed, knobs=knobs)
+                for i in range(args.test)]
+        if not test[0]["choices"]:
+            return None
+        train = [generate_sample(task, "train", i, args.seed, knobs=knobs)
+                 for i in range(args.train_size)]
     torch.manual_seed(args.seed)
     bundle = load_model(args.model, cache_dir=Path(args.model_cache), pretrained=True)
     for p in bundle.model.parameters():
@@ -76,7 +112,7 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
     info = dict(bundle.info.lora_defaults)
     bundle.model = add_lora(bundle.model, "probe", r=info["r"], alpha=info["alpha"],
                             target_regex=info.get("target_regex"), seed=args.seed)
-    params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or (
+    params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or args.full or (
         args.train_vision and ("multi_modal_projector" in n or "vision_tower" in n))]
     for p in params:
         p.requires_grad_(True)
@@ -97,7 +133,7 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
         if step % args.every == 0:
             curve.append(accuracy(bundle, test))
     return {"chance": round(chance, 2), "curve": [round(a, 2) for a in curve],
-            "knobs": dataclasses.asdict(knobs),
+            "knobs": dataclasses.asdict(knobs) if knobs else None,
             "train_loss": [round(float(np.mean(losses[:20])), 4),
                            round(float(np.mean(losses[-20:])), 4)],
             "seconds": round(time.perf_counter() - start, 1)}
@@ -123,12 +159,17 @@ def main() -> None:
     parser.add_argument("--train-vision", action="store_true",
                         help="also train the projector and the vision tower (not FedMosaic's "
                         "setup: it tells whether the frozen visual path is the bottleneck)")
+    parser.add_argument("--full", action="store_true",
+                        help="train every weight besides the LoRA (capacity, not the PFL setup)")
     parser.add_argument("--jobs", type=int, default=1, help="tasks measured in parallel")
     parser.add_argument("--json", default=None, help="write the table here")
     args = parser.parse_args()
     from drake.registry import get_benchmark
 
     tasks = args.tasks or [t for c in get_benchmark("drake-synth").clients for t in c.tasks]
+    if args.json and (LOOKUP_PROBE in tasks or args.full or args.train_vision):
+        raise SystemExit("--json records the calibration setup only: drop the probe, --full and "
+                         "--train-vision")
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
         futures = {t: pool.submit(measure, t, args) for t in tasks}
         table = {}
