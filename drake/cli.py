@@ -238,6 +238,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from drake.card import calibration_summary
     from drake.quickstart import quickstart
 
     results = quickstart(Path(args.out), methods=args.methods, size=args.size,
@@ -259,6 +260,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
             "self_a_last", "self_a_auc", "others_a_last", "others_a_auc")),
             f"{sum(up) / len(up) / 1e6:.3f}")
     Console().print(table)
+    print(calibration_summary())
     print(f"runs, data and models are under {args.out}")
     return 0
 

@@ -24,3 +24,18 @@ def test_quickstart_builds_pretrains_runs_and_caches(tmp_path):
     said.clear()
     quickstart(tmp_path, **{**kw, "methods": ("sft",)})
     assert any("already built" in s for s in said) and sum(s.endswith(": cached") for s in said) == 2
+
+
+def test_quickstart_command_prints_the_table_and_the_learnability_caveat(tmp_path, monkeypatch,
+                                                                         capsys):
+    import drake.quickstart
+    from drake.cli import main
+
+    fake = {"method": {"name": "sft"}, "cost": {"comm_bytes_up_per_round": [0, 0]},
+            "metrics": {"self_a_last": 36.9, "self_a_auc": 35.0, "others_a_last": 29.8,
+                        "others_a_auc": 30.3}}
+    monkeypatch.setattr(drake.quickstart, "quickstart", lambda out, **kw: [fake])
+    assert main(["quickstart", "--out", str(tmp_path), "--methods", "sft"]) == 0
+    out = capsys.readouterr().out
+    assert "36.9" in out and "29.8" in out
+    assert "measured tasks gain 10 points or more over chance" in out

@@ -51,3 +51,15 @@ def test_card_table_reports_gain_over_chance(tmp_path):
     assert "| 1 | synth-spatial | 50.0 | 50.0 | 60.0 | 75.0 | +25.0 |" in table
     assert "| 6 | synth-count-open | open-ended, not measured |" in table
     assert "1 of 1 measured tasks gain 10 points or more" in table
+
+
+def test_summary_counts_the_recorded_gains(tmp_path):
+    from drake.card import calibration_summary
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"settings": {}, "tasks": {
+        "a": {"chance": 50.0, "curve": [50.0, 80.0]},
+        "b": {"chance": 25.0, "curve": [25.0, 24.0]}}}))
+    text = calibration_summary(path)
+    assert "1 of 2 measured tasks gain 10 points or more over chance" in text
+    assert "the mean gain is +14.5 points" in text
