@@ -10,7 +10,7 @@ This is the calibration measurement of drake-synth: ``--json drake/synth/calibra
 records it, and the dataset card renders that file (a test checks that the recorded knobs are
 still the defaults, so the table cannot silently describe other data).
 
-    python benchmarks/learnability.py --model-cache DIR [--model tiny-llava-qwen]
+    python benchmarks/learnability.py [--model-cache DIR] [--model tiny-llava-qwen]
         [--tasks synth-spatial ...] [--steps 240] [--every 80] [--closeness 0.0]
         [--objects 1 2] [--jobs 2] [--json drake/synth/calibration.json]
 
@@ -20,8 +20,8 @@ rows, so a re-calibrated task can be re-measured alone.
 ``--tasks probe-colour-lookup`` measures the smallest text-conditioned look-up instead (see
 :data:`LOOKUP_PROBE`); ``--full`` trains every weight, to tell capacity from the LoRA setup.
 
-``--model-cache`` must hold the pretrained tiny models (``drake models pretrain`` or
-``drake quickstart`` fills it).
+The pretrained tiny models are the shipped ones unless ``--model-cache`` names a cache that
+``drake models pretrain`` filled.
 """
 
 from __future__ import annotations
@@ -36,29 +36,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-
-def accuracy(bundle, samples, batch: int = 32) -> float:
-    right = 0
-    bundle.model.eval()
-    with torch.no_grad():
-        for i in range(0, len(samples), batch):
-            part = samples[i:i + batch]
-            for s, ll in zip(part, bundle.choice_logliks(part)):
-                right += s["choices"][int(np.argmax(ll))] == s["answer"]
-    return 100.0 * right / len(samples)
-
+from lora_probe import accuracy, lora_bundle, train
 
 LOOKUP_PROBE = "probe-colour-lookup"
-"""Not a drake-synth task: single-shape public images asked "Is the shape <colour>?" (Yes/No),
-the gold colour or another one with equal odds. It is the smallest text-conditioned visual
-look-up (the question names what to find), which every client statement task composes. A model
-that cannot learn it cannot learn those tasks; one that names colours can see them."""
+"""Not a drake-synth task: public pictures of one to four shapes (distinct shapes and colours)
+asked "Is the <shape> <colour>?" (Yes/No), the gold colour or another one with equal odds. It
+is the smallest text-conditioned visual look-up (the question names what to find), which every
+client statement task composes. A model that cannot learn it cannot learn those tasks."""
 
 
 def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
     from drake.synth.catalog import generate_sample
-    from drake.synth.scene import COLOURS
+    from drake.synth.scene import COLOURS, SHAPES
 
     rng = np.random.default_rng([seed, 7])
     out, index = [], 0
@@ -67,11 +56,12 @@ def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
         index += 1
         if json.loads(sample["meta"])["family"] != "colour":
             continue
+        shape = next(s for s in SHAPES if f" the {s}." in sample["prompt"])
         truth = bool(rng.random() < 0.5)
         colour = sample["answer"] if truth else str(
             rng.choice([c for c in COLOURS if c != sample["answer"]]))
         out.append({**sample, "choices": ["Yes", "No"], "answer": "Yes" if truth else "No",
-                    "prompt": f"<image>\nIs the shape {colour}?\nChoice list:[Yes, No]. "
+                    "prompt": f"<image>\nIs the {shape} {colour}?\nChoice list:[Yes, No]. "
                               "Your answer is:"})
     return out
 
@@ -90,48 +80,28 @@ def knobs_for(task: str, args: argparse.Namespace):
 def measure(task: str, args: argparse.Namespace) -> dict | None:
     """Train a fresh LoRA on ``task`` and return its curve, or None for an open-ended task."""
     torch.set_num_threads(1)
-    from drake.models import add_lora, load_model
     from drake.synth.catalog import generate_sample
 
     if task == LOOKUP_PROBE:
         knobs = None
         test = lookup_probe("test", args.test, args.seed)
-        train = lookup_probe("public", args.train_size, args.seed)
+        train_set = lookup_probe("public", args.train_size, args.seed)
     else:
         knobs = knobs_for(task, args)
         test = [generate_sample(task, "test", i, args.seed, knobs=knobs)
                 for i in range(args.test)]
         if not test[0]["choices"]:
             return None
-        train = [generate_sample(task, "train", i, args.seed, knobs=knobs)
-                 for i in range(args.train_size)]
-    torch.manual_seed(args.seed)
-    bundle = load_model(args.model, cache_dir=Path(args.model_cache), pretrained=True)
-    for p in bundle.model.parameters():
-        p.requires_grad_(False)
-    info = dict(bundle.info.lora_defaults)
-    bundle.model = add_lora(bundle.model, "probe", r=info["r"], alpha=info["alpha"],
-                            target_regex=info.get("target_regex"), seed=args.seed)
-    params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or args.full or (
-        args.train_vision and ("multi_modal_projector" in n or "vision_tower" in n))]
-    for p in params:
-        p.requires_grad_(True)
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
-    rng = np.random.default_rng(args.seed)
+        train_set = [generate_sample(task, "train", i, args.seed, knobs=knobs)
+                     for i in range(args.train_size)]
+    bundle, params = lora_bundle(args.model, args.model_cache, args.seed, full=args.full,
+                                 train_vision=args.train_vision)
     chance = 100.0 * float(np.mean([1 / len(s["choices"]) for s in test]))
     curve = [accuracy(bundle, test)]
-    losses = []
     start = time.perf_counter()
-    for step in range(1, args.steps + 1):
-        bundle.model.train()
-        idx = rng.choice(len(train), size=args.batch_size, replace=len(train) < args.batch_size)
-        loss = bundle.loss(bundle.collate([train[i] for i in idx], train=True))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
-        if step % args.every == 0:
-            curve.append(accuracy(bundle, test))
+    losses = train(bundle, params, train_set, steps=args.steps, batch_size=args.batch_size,
+                   lr=args.lr, seed=args.seed, every=args.every,
+                   on_eval=lambda step: curve.append(accuracy(bundle, test)))
     return {"chance": round(chance, 2), "curve": [round(a, 2) for a in curve],
             "knobs": dataclasses.asdict(knobs) if knobs else None,
             "train_loss": [round(float(np.mean(losses[:20])), 4),
@@ -142,7 +112,8 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model-cache", required=True)
+    parser.add_argument("--model-cache", default=None,
+                        help="tiny-model cache (default: the shipped pretrained weights)")
     parser.add_argument("--model", default="tiny-llava-qwen")
     parser.add_argument("--tasks", nargs="+", default=None,
                         help="default: every client task of drake-synth")

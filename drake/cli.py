@@ -243,7 +243,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
     results = quickstart(Path(args.out), methods=args.methods, size=args.size,
                          rounds=args.rounds, seed=args.seed, mc_scoring=args.mc_scoring,
-                         progress=_progress("building"))
+                         pretrain={} if args.pretrain else None, progress=_progress("building"))
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
                   "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen), "
                   f"MC scored by {args.mc_scoring}")
@@ -385,8 +385,8 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="run directory (resumed if it holds a checkpoint)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("quickstart", help="offline end to end: build drake-synth, pretrain the "
-                       "tiny models, run sft/fedavg/ditto, print Self/Others")
+    p = sub.add_parser("quickstart", help="offline end to end: build drake-synth, load the "
+                       "pretrained tiny models, run sft/fedavg/ditto, print Self/Others")
     p.add_argument("--out", default="./drake-quickstart")
     p.add_argument("--methods", nargs="+", default=["sft", "fedavg", "ditto"])
     p.add_argument("--size", default="small")
@@ -394,6 +394,9 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="loglik",
                    help="how multiple-choice answers are scored (loglik suits tiny models)")
+    p.add_argument("--pretrain", action="store_true",
+                   help="pretrain the tiny models into OUT/models instead of loading the shipped "
+                   "weights (about an hour on two cores)")
     p.set_defaults(func=cmd_quickstart)
 
     p = sub.add_parser("methods", help="list the federated methods")

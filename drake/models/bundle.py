@@ -42,12 +42,28 @@ class ChatFormat:
 
     The model sees ``[bos] prefix + prompt + suffix`` and, when training, ``answer_prefix +
     answer`` followed by the end-of-sequence token.
+
+    ``instruction_first`` (the tiny families) puts the prompt's text, images left out, before the
+    prompt itself when it has pictures: ``prefix + text + "\n" + prompt + suffix``. A causal
+    model then reads the pictures already knowing the question, so each image token can check
+    itself against what is asked, as InstructBLIP's instruction-aware visual features do. A
+    small model that meets the question only after the pictures must find the asked-for object
+    from the answer position in one step, which two- to four-layer models learn slowly
+    (issue #13).
     """
 
     prefix: str = "USER: "
     suffix: str = " ASSISTANT:"
     answer_prefix: str = " "
     add_bos: bool = True
+    instruction_first: bool = False
+
+    def render(self, prompt: str, placeholder: str = IMAGE_PLACEHOLDER) -> str:
+        """The text the tokenizer sees for ``prompt`` (image placeholders still in it)."""
+        if self.instruction_first and placeholder in prompt:
+            text = " ".join(prompt.replace(placeholder, " ").split())
+            prompt = text + "\n" + prompt
+        return self.prefix + prompt + self.suffix
 
 
 @dataclass
@@ -178,9 +194,9 @@ class ModelBundle:
                 f"{IMAGE_PLACEHOLDER} placeholder(s) but {len(images)} image(s); "
                 "put exactly one placeholder per image"
             )
+        text = self.chat.render(prompt)
         if self.image_token != IMAGE_PLACEHOLDER:
-            prompt = prompt.replace(IMAGE_PLACEHOLDER, self.image_token)
-        text = self.chat.prefix + prompt + self.chat.suffix
+            text = text.replace(IMAGE_PLACEHOLDER, self.image_token)
         raw = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         ids: list[int] = []
         if self.chat.add_bos and self.bos_token_id is not None:

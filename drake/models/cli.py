@@ -23,6 +23,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from drake.models.loading import WEIGHTS_FILE, tiny_folder
+    from drake.models.shipped import shipped_folder
 
     root = Path(args.cache_dir) if args.cache_dir else cache_dir()
     table = Table("name", "Hugging Face id", "family", "params", "size rank", "LoRA r/alpha",
@@ -30,8 +31,12 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     for info in ZOO.values():
         lora = f"{info.lora_defaults['r']}/{info.lora_defaults['alpha']}"
         if info.offline:
-            ready = (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file()
-            offline = "yes (pretrained)" if ready else "yes (run `drake models pretrain`)"
+            if (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file():
+                offline = "yes (pretrained in the cache)"
+            elif shipped_folder(info.name) is not None and not args.cache_dir:
+                offline = "yes (pretrained, shipped)"
+            else:
+                offline = "yes (run `drake models pretrain`)"
         else:
             offline = "no (Hub)"
         table.add_row(info.name, info.hf_id or "-", info.family, info.params,
@@ -44,11 +49,12 @@ def cmd_models_list(args: argparse.Namespace) -> int:
 
 
 def cmd_models_pretrain(args: argparse.Namespace) -> int:
-    """Pretrain one tiny model, or both (in parallel), and print each one's held-out accuracy."""
+    """Pretrain the shared vision tower, then one tiny model or both (in parallel), and print
+    each one's held-out public accuracy."""
     from tqdm.auto import tqdm
 
     from drake.errors import UnknownNameError
-    from drake.models.pretrain import REPORT_FILE, pretrain_many
+    from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
 
     names = list(TINY_MODELS) if args.model == "all" else [args.model]
     for name in names:
@@ -58,9 +64,12 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                 f"{', '.join(TINY_MODELS)} or all (real backbones come pretrained)"
             )
     root = Path(args.cache_dir) if args.cache_dir else None
-    bars = {name: tqdm(total=args.steps, desc=f"pretraining {name}", unit="step",
-                       file=sys.stderr, position=i, disable=None)
-            for i, name in enumerate(names)}
+    totals = {name: args.steps for name in names}
+    if not args.reuse_vision:
+        totals = {VISION_FOLDER: args.vision_steps, **totals}
+    bars = {name: tqdm(total=total, desc=f"pretraining {name}", unit="step", file=sys.stderr,
+                       position=i, disable=None)
+            for i, (name, total) in enumerate(totals.items())}
 
     def update(name: str, step: int, total: int, loss: float) -> None:
         bar = bars[name]
@@ -69,22 +78,25 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
 
     try:
         folders = pretrain_many(names, workers=args.workers, progress=update, out_dir=root,
-                                steps=args.steps, seed=args.seed, batch_size=args.batch_size,
-                                lr=args.lr, train_size=args.train_size,
-                                eval_size=args.eval_size)
+                                vision=not args.reuse_vision, steps=args.steps, seed=args.seed,
+                                batch_size=args.batch_size, lr=args.lr,
+                                train_size=args.train_size, eval_size=args.eval_size,
+                                vision_steps=args.vision_steps,
+                                vision_pictures=args.vision_pictures)
     finally:
         for bar in bars.values():
             bar.close()
     for name, folder in folders.items():
         report = json.loads((folder / REPORT_FILE).read_text())
-        before, after = report["accuracy_before"], report["accuracy_after"]
         line = (f"{name}: {report['steps']} steps in {report['wall_seconds']:.0f}s, "
                 f"final loss {report['final_loss']:.3f}")
-        if after:
-            line += (f"; held-out public MC accuracy (chance {after['chance']:.2f}): "
-                     f"generation {before['generation_match']:.2f} -> "
-                     f"{after['generation_match']:.2f}, loglik {before['loglik']:.2f} -> "
-                     f"{after['loglik']:.2f}")
+        if name == VISION_FOLDER:
+            seen = report["held_out_accuracy"]
+            line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
+        elif report["accuracy_after"]:
+            line += (f"; held-out public accuracy (exact match, mean over families) "
+                     f"{report['accuracy_before']['mean']:.2f} -> "
+                     f"{report['accuracy_after']['mean']:.2f}")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
     return 0
 
@@ -100,6 +112,8 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_LR,
         DEFAULT_STEPS,
         DEFAULT_TRAIN_SIZE,
+        DEFAULT_VISION_PICTURES,
+        DEFAULT_VISION_STEPS,
     )
 
     parser = subparsers.add_parser("models", help="list the model zoo; pretrain the tiny models")
@@ -112,20 +126,27 @@ def add_cli(subparsers: Any) -> None:
     p.set_defaults(func=cmd_models_list)
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
-                       "and cache them (offline, minutes on a CPU)")
+                       "and cache them (offline; about an hour on two CPU cores; the suite "
+                       "ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{' or '.join(TINY_MODELS)}, or all (default)")
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS,
-                   help=f"optimisation steps per model (default {DEFAULT_STEPS})")
+                   help=f"language-stage steps per model (default {DEFAULT_STEPS})")
+    p.add_argument("--vision-steps", type=int, default=DEFAULT_VISION_STEPS,
+                   help=f"vision-tower steps (stage 1, default {DEFAULT_VISION_STEPS})")
+    p.add_argument("--vision-pictures", type=int, default=DEFAULT_VISION_PICTURES,
+                   help=f"public pictures stage 1 trains on (default {DEFAULT_VISION_PICTURES})")
+    p.add_argument("--reuse-vision", action="store_true",
+                   help="skip stage 1 and reuse the vision tower of an earlier run in the cache")
     p.add_argument("--seed", type=int, default=0, help="seed of data, init and order (default 0)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
                    help=f"samples per step (default {DEFAULT_BATCH_SIZE})")
     p.add_argument("--lr", type=float, default=DEFAULT_LR,
                    help=f"peak AdamW learning rate (default {DEFAULT_LR})")
     p.add_argument("--train-size", type=int, default=DEFAULT_TRAIN_SIZE,
-                   help=f"public samples per public task (default {DEFAULT_TRAIN_SIZE})")
+                   help=f"public training samples in all (default {DEFAULT_TRAIN_SIZE})")
     p.add_argument("--eval-size", type=int, default=DEFAULT_EVAL_SIZE,
-                   help="held-out public multiple-choice questions scored before/after "
+                   help="held-out public questions scored before/after "
                    f"(default {DEFAULT_EVAL_SIZE}; 0 skips)")
     p.add_argument("--workers", type=int, default=None,
                    help="models trained in parallel processes, one core each (default: all "

@@ -21,7 +21,7 @@ from PIL import Image
 
 from drake.errors import SchemaError
 
-__all__ = ["CLIP_MEAN", "CLIP_STD", "to_pil", "clip_pixels"]
+__all__ = ["CLIP_MEAN", "CLIP_STD", "to_pil", "clip_pixels", "resized_uint8", "normalise"]
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -70,6 +70,30 @@ def _open(data: bytes, what: str) -> Image.Image:
     return image
 
 
+def resized_uint8(images: Sequence[Any], size: int) -> np.ndarray:
+    """Decode and resize images (bicubic, to ``size`` x ``size``) into ``[N, size, size, 3]``
+    uint8: the compact form pretraining keeps many pictures in."""
+    if size <= 0:
+        raise ValueError(f"image size must be positive, got {size}")
+    out = np.empty((len(images), size, size, 3), dtype=np.uint8)
+    for i, value in enumerate(images):
+        image = to_pil(value)
+        if image.size != (size, size):
+            image = image.resize((size, size), Image.Resampling.BICUBIC)
+        out[i] = np.asarray(image, dtype=np.uint8)
+    return out
+
+
+def normalise(pixels: np.ndarray | torch.Tensor, mean: Sequence[float] = CLIP_MEAN,
+              std: Sequence[float] = CLIP_STD) -> torch.Tensor:
+    """``[N, S, S, 3]`` uint8 pixels to a normalised ``[N, 3, S, S]`` float32 tensor:
+    scaled to [0, 1], then ``(x - mean) / std`` per channel."""
+    array = torch.as_tensor(np.asarray(pixels)).permute(0, 3, 1, 2).to(torch.float32) / 255.0
+    mean_t = torch.tensor(mean, dtype=torch.float32).reshape(1, 3, 1, 1)
+    std_t = torch.tensor(std, dtype=torch.float32).reshape(1, 3, 1, 1)
+    return (array - mean_t) / std_t
+
+
 def clip_pixels(
     images: Sequence[Any],
     size: int,
@@ -80,17 +104,6 @@ def clip_pixels(
 
     Each image is converted to RGB, resized to ``size`` x ``size`` with bicubic resampling
     (aspect ratio is not kept: drake-synth images are square), scaled to [0, 1] and normalised
-    per channel as ``(x - mean) / std``.
+    per channel as ``(x - mean) / std`` (:func:`resized_uint8`, then :func:`normalise`).
     """
-    if size <= 0:
-        raise ValueError(f"image size must be positive, got {size}")
-    mean_a = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
-    std_a = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
-    out = np.empty((len(images), 3, size, size), dtype=np.float32)
-    for i, value in enumerate(images):
-        image = to_pil(value)
-        if image.size != (size, size):
-            image = image.resize((size, size), Image.Resampling.BICUBIC)
-        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
-        out[i] = (array - mean_a) / std_a
-    return torch.from_numpy(out)
+    return normalise(resized_uint8(images, size), mean, std)

@@ -23,6 +23,7 @@ from drake.errors import NetworkUnavailable
 from drake.models.bundle import ChatFormat, ModelBundle
 from drake.models.errors import ModelLoadError, ModelNotPretrained
 from drake.models.images import clip_pixels
+from drake.models.shipped import shipped_folder, verify_shipped
 from drake.models.tiny import (
     TINY_IMAGE_SEQ_LENGTH,
     TINY_IMAGE_SIZE,
@@ -163,7 +164,7 @@ def _tiny_bundle(info: ModelInfo, model: torch.nn.Module, tokenizer: Any) -> Mod
         image_seq_length=TINY_IMAGE_SEQ_LENGTH,
         image_token_id=model.config.image_token_id,
         pixel_fn=lambda images: clip_pixels(images, TINY_IMAGE_SIZE),
-        chat=ChatFormat(),
+        chat=ChatFormat(instruction_first=True),
     )
 
 
@@ -177,6 +178,10 @@ def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
     folder = tiny_folder(info.name, root)
     needed = [WEIGHTS_FILE, "config.json", "tokenizer.json"]
     absent = [f for f in needed if not (folder / f).is_file()]
+    shipped = shipped_folder(info.name) if root is None else None
+    if absent and shipped is not None:
+        verify_shipped(info.name, shipped)
+        folder, absent = shipped, []
     if absent:
         raise ModelNotPretrained(
             f"{info.name} has no pretrained weights in {folder} (missing {', '.join(absent)}); "
@@ -190,13 +195,14 @@ def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
             str(folder), dtype=torch.float32, local_files_only=True, use_safetensors=True
         )
     want = TINY_TEXT[info.name]
-    text = model.config.text_config
-    if (text.hidden_size, text.num_hidden_layers) != (want["hidden_size"],
-                                                      want["num_hidden_layers"]):
+    text, vision = model.config.text_config, model.config.vision_config
+    if (text.hidden_size, text.num_hidden_layers, vision.model_type) != (
+            want["hidden_size"], want["num_hidden_layers"], "swin"):
         raise ModelLoadError(
-            f"the cached {info.name} in {folder} has hidden size {text.hidden_size} and "
-            f"{text.num_hidden_layers} layers, not this version's {want['hidden_size']} and "
-            f"{want['num_hidden_layers']}; re-run `drake models pretrain --model {info.name}`"
+            f"the cached {info.name} in {folder} has hidden size {text.hidden_size}, "
+            f"{text.num_hidden_layers} layers and a {vision.model_type} vision tower, not this "
+            f"version's {want['hidden_size']}, {want['num_hidden_layers']} and swin; re-run `drake models pretrain --model {info.name}`, "
+            f"or delete {folder} to use the weights this version ships"
         )
     return _tiny_bundle(info, model, tokenizer)
 

@@ -1,28 +1,31 @@
 """The tiny offline LLaVA families, built from configs.
 
-Both families are LLaVA models: a CLIP vision tower (hidden 32, 2 layers, 48 x 48 images in
-8 x 8 patches, so 36 patch features per image once the CLS feature is dropped), a two-layer GELU
-projector, and a decoder-only language model:
+Both families are LLaVA models: a Swin vision tower (:data:`VISION_CONFIG`: 48 x 48 pictures in
+2 x 2 patches, four stages, the last one a 3 x 3 grid of features, one per cell of drake-synth's
+scene grid, so a picture costs 9 image tokens), a two-layer GELU projector, and a decoder-only
+language model:
 
 ============================  =======================  ========================
                               ``tiny-llava-llama``     ``tiny-llava-qwen``
 ============================  =======================  ========================
 language model                Llama                    Qwen2 (q/k/v biases)
-hidden size                   64                       96
-decoder layers                2                        3
-attention heads (key/value)   4 (2)                    6 (2)
-MLP intermediate size         128                      192
+hidden size                   128                      160
+decoder layers                4                        3
+attention heads (key/value)   4 (2)                    5 (1)
+MLP intermediate size         384                      448
 ============================  =======================  ========================
 
 They differ in width *and* depth, so an adapter of one cannot be loaded into the other, which is
 the model heterogeneity the FedMosaic paper studies with Llama-3.2-1B and -3B. Both share the
-word-level tokenizer of :mod:`drake.models.tokenizer` (same vocabulary, same ids).
+word-level tokenizer of :mod:`drake.models.tokenizer` (same vocabulary, same ids) and the vision
+tower's pretrained weights (stage 1 of :mod:`drake.models.pretrain`).
 
-Why 48 x 48 and not 32 x 32: drake-synth draws shapes of a few pixels on 64 x 64 images; at
-32 x 32 they shrink to 2-5 pixels and the tiny models never learned to read them (held-out public
-accuracy stayed at chance after 3000 pretraining steps), while at 48 x 48 they learn colours and
-counts within the pretraining budget. 8-pixel patches matter more than resolution: 64 x 64 in
-16-pixel patches (16 tokens) failed as 32 x 32 did.
+Why Swin and not CLIP's ViT (the first zoo, issue #13): drake-synth's shapes are a few pixels
+wide, and a ViT of 8-pixel patches read an object's shape at 0.38 even when trained on shape
+labels; Swin's 2-pixel patches and local windows see strokes and corners first, and its last
+stage lines up with the grid the scenes are drawn on (so "the object at the top left" is one
+image token). ``vision_feature_select_strategy="full"`` keeps all nine features (Swin has no
+CLS feature to drop).
 """
 
 from __future__ import annotations
@@ -33,19 +36,20 @@ from typing import Any
 
 import torch
 from transformers import (
-    CLIPVisionConfig,
     LlamaConfig,
     LlavaConfig,
     LlavaForConditionalGeneration,
     Qwen2Config,
+    SwinConfig,
 )
 
 from drake.errors import UnknownNameError
 
 __all__ = [
     "TINY_IMAGE_SIZE",
-    "TINY_PATCH_SIZE",
     "TINY_IMAGE_SEQ_LENGTH",
+    "VISION_CONFIG",
+    "vision_config",
     "TINY_TEXT",
     "tiny_config",
     "build_tiny_model",
@@ -53,19 +57,25 @@ __all__ = [
 ]
 
 TINY_IMAGE_SIZE = 48
-TINY_PATCH_SIZE = 8
-TINY_IMAGE_SEQ_LENGTH = (TINY_IMAGE_SIZE // TINY_PATCH_SIZE) ** 2
+TINY_IMAGE_SEQ_LENGTH = 9
 MAX_POSITIONS = 1024
+
+#: The shared Swin vision tower: 48 px in 2 px patches (24 x 24), window 3, patch merging down
+#: to 3 x 3 x 192 after four stages.
+VISION_CONFIG: Mapping[str, Any] = MappingProxyType({
+    "image_size": TINY_IMAGE_SIZE, "patch_size": 2, "embed_dim": 24, "depths": (2, 2, 2, 2),
+    "num_heads": (2, 4, 8, 16), "window_size": 3, "drop_path_rate": 0.0,
+})
 
 #: Language-model shape of each tiny family.
 TINY_TEXT: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "tiny-llava-llama": MappingProxyType({
-        "kind": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "intermediate_size": 128,
+        "kind": "llama", "hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 384,
     }),
     "tiny-llava-qwen": MappingProxyType({
-        "kind": "qwen2", "hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 6,
-        "num_key_value_heads": 2, "intermediate_size": 192,
+        "kind": "qwen2", "hidden_size": 160, "num_hidden_layers": 3, "num_attention_heads": 5,
+        "num_key_value_heads": 1, "intermediate_size": 448,
     }),
 })
 
@@ -91,25 +101,23 @@ def tiny_config(name: str, tokenizer: Any) -> LlavaConfig:
         **shape,
     }
     text = LlamaConfig(**common) if kind == "llama" else Qwen2Config(**common)
-    vision = CLIPVisionConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        image_size=TINY_IMAGE_SIZE,
-        patch_size=TINY_PATCH_SIZE,
-        projection_dim=32,
-    )
     return LlavaConfig(
-        vision_config=vision,
+        vision_config=vision_config(),
         text_config=text,
         image_token_index=image_token_id,
         image_seq_length=TINY_IMAGE_SEQ_LENGTH,
-        vision_feature_select_strategy="default",
+        vision_feature_select_strategy="full",
         vision_feature_layer=-1,
         projector_hidden_act="gelu",
         tie_word_embeddings=True,
     )
+
+
+def vision_config() -> SwinConfig:
+    """The :class:`~transformers.SwinConfig` of the shared tiny vision tower."""
+    shape = dict(VISION_CONFIG)
+    return SwinConfig(**{**shape, "depths": list(shape["depths"]),
+                         "num_heads": list(shape["num_heads"])})
 
 
 def build_tiny_model(name: str, tokenizer: Any, seed: int = 0) -> LlavaForConditionalGeneration:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from drake.synth import extra, reasoning, relation, unseen, vqa
+from drake.synth import extra, public, reasoning, relation, unseen, vqa
 from drake.synth.common import Ctx, Draft, GenerationError
 from drake.synth.knobs import DEFAULT_KNOBS, Knobs
 from drake.synth.scene import (
@@ -196,10 +196,13 @@ SYNTH_TASKS: Mapping[str, SynthTask] = MappingProxyType(dict([
        "four near-identical candidates and a description, held-out domain; Image 1-4",
        domains=HELD_OUT_DOMAINS),
     # public split, classification, captioning
-    _t("synth-public-mc", None, "public", (1, 1),
-       "generic multiple-choice questions about the primitives in every answer format"),
     _t("synth-public-open", None, "public", (1, 1),
-       "generic short-answer questions and captions about the primitives",
+       "generic short-answer questions and descriptions of one picture (look-up, counting, "
+       "places, relations, background, quality, bars, tags)",
+       answer_type="open_ended", metric="token_f1"),
+    _t("synth-public-multi", None, "public", (2, 4),
+       "generic short-answer questions across two to four pictures (which picture, how many "
+       "pictures, per-picture attributes, comparisons)",
        answer_type="open_ended", metric="token_f1"),
     _t("synth-cls", None, "cls", (1, 1),
        "classify colour x fill x shape (192 classes) across six domains",
@@ -219,6 +222,7 @@ _GENERATORS = MappingProxyType(
         **vqa.GENERATORS,
         **unseen.GENERATORS,
         **extra.GENERATORS,
+        **public.GENERATORS,
     }
 )
 
@@ -380,6 +384,7 @@ def vocabulary() -> list[str]:
         *vqa.TEXTS,
         *unseen.TEXTS,
         *extra.TEXTS,
+        *public.TEXTS,
     ]
     texts += [
         *SHAPES,

@@ -1,10 +1,6 @@
-"""The companions of the DRAKE twin: the public split, ``synth-cls`` and ``synth-caption``.
+"""The companions of the DRAKE twin: ``synth-cls`` and ``synth-caption`` (the public split is
+:mod:`drake.synth.public`).
 
-* ``synth-public-mc`` / ``synth-public-open``: generic single-image questions and captions about
-  the primitives, for pretraining the tiny models and for FedMosaic's alignment. Their wording
-  is disjoint from every client task, but they use every answer format (choice list,
-  True/False, Yes/No, letters, answer ids, short open answers) so a pretrained model knows the
-  formats' vocabulary.
 * ``synth-cls``: one shape per image, class = colour x fill x shape (192 classes), six domains.
   Balanced by index: label ``index % 192``, domain ``DOMAINS[(index // 192) % 6]``.
 * ``synth-caption``: a scene and its multi-sentence description; shorter alternative captions
@@ -20,18 +16,9 @@ from drake.synth.common import Ctx, Draft, random_objects, relation_holds
 from drake.synth.relation import REL_TEXT
 from drake.synth.scene import COLOURS, DOMAINS, FILLS, POSITIONS, SHAPES, SIZES, Obj, Scene, arrange
 from drake.synth.text import (
-    ANSWER_IDS,
     IMAGE,
-    LETTERS,
-    TRUE_FALSE,
-    YES_NO,
     capitalise,
-    choice_list,
-    coin,
-    id_options,
-    insert_gold,
     join_and,
-    letter_options,
     pick,
     sample,
     with_article,
@@ -66,20 +53,6 @@ _T = MappingProxyType(
         "cap_object": "{thing} is at the {position}.",
         "cap_relation": "The {a} is {rel} the {b}.",
         "cap_short": "{things} {where}.",
-        "public_single": "{image}\n{question}",
-        "public_mc": "{image}\n{question}\n{options}",
-        "open_colour": "Name the colour of the shape.",
-        "open_shape": "Name the shape.",
-        "open_count": "How many shapes can you see? Reply with a number.",
-        "open_caption": "Write a short caption for the picture.",
-        "open_domain": "What kind of background is this?",
-        "open_fill": "Is the shape solid, outlined or striped?",
-        "open_size": "Is the shape small or large?",
-        "mc_colour": "Which colour does the shape have?",
-        "mc_claim": "Claim: the picture shows {thing}.",
-        "mc_letter": "Which shape is in the picture?",
-        "mc_domain": "Which background style is this?",
-        "mc_many": "Does the picture contain more than one shape?",
     }
 )
 
@@ -169,82 +142,8 @@ def caption(ctx: Ctx) -> Draft:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# public split
-
-
-def public_open(ctx: Ctx) -> Draft:
-    """Public split, open answers: colour, shape, count, caption, background, fill, size."""
-    rng = ctx.rng
-    family = pick(rng, ("colour", "shape", "count", "caption", "domain", "fill", "size"))
-    n = ctx.n_objects(low=1) if family in ("count", "caption", "domain") else 1
-    objs = arrange(rng, random_objects(rng, n))
-    domain = ctx.domain()
-    o = objs[0]
-    answer = {
-        "colour": o.colour,
-        "shape": o.shape,
-        "count": str(n),
-        "domain": domain,
-        "fill": o.fill,
-        "size": o.size,
-    }.get(family) or short_captions(objs, domain)[0]
-    prompt = _T["public_single"].format(image=IMAGE, question=_T["open_" + family])
-    return Draft([Scene(objs, domain)], prompt, answer, (), meta={"family": family})
-
-
-def public_mc(ctx: Ctx) -> Draft:
-    """Public split, multiple choice in every answer format (choice list, True/False, letters,
-    answer ids, Yes/No)."""
-    rng = ctx.rng
-    family = pick(rng, ("colour", "claim", "letter", "domain", "many"))
-    n = 1
-    if family == "many" and coin(rng):
-        n = ctx.n_objects(low=2, high=max(2, ctx.knobs.objects[1]))
-    objs = arrange(rng, random_objects(rng, n))
-    domain = ctx.domain()
-    o = objs[0]
-    if family == "colour":
-        options, pos = insert_gold(
-            rng, o.colour, sample(rng, [c for c in COLOURS if c != o.colour], 2)
-        )
-        question, block, choices, answer = (
-            _T["mc_colour"],
-            choice_list(options),
-            options,
-            options[pos],
-        )
-    elif family == "claim":
-        truth = coin(rng)
-        shape = o.shape if truth else pick(rng, [s for s in SHAPES if s != o.shape])
-        question = _T["mc_claim"].format(thing=with_article(shape))
-        block, choices = choice_list(TRUE_FALSE), TRUE_FALSE
-        answer = TRUE_FALSE[0] if truth else TRUE_FALSE[1]
-    elif family == "letter":
-        options, pos = insert_gold(
-            rng, o.shape, sample(rng, [s for s in SHAPES if s != o.shape], 3)
-        )
-        question, block = _T["mc_letter"], letter_options(options)
-        choices, answer = LETTERS[:4], LETTERS[pos]
-    elif family == "domain":
-        options, pos = insert_gold(rng, domain, sample(rng, [d for d in DOMAINS if d != domain], 4))
-        question, block, choices, answer = (
-            _T["mc_domain"],
-            id_options(options),
-            ANSWER_IDS,
-            ANSWER_IDS[pos],
-        )
-    else:
-        question, block, choices = _T["mc_many"], choice_list(YES_NO), YES_NO
-        answer = YES_NO[0] if n > 1 else YES_NO[1]
-    prompt = _T["public_mc"].format(image=IMAGE, question=question, options=block)
-    return Draft([Scene(objs, domain)], prompt, answer, choices, meta={"family": family})
-
-
 GENERATORS: Mapping[str, Callable[[Ctx], Draft]] = MappingProxyType(
     {
-        "synth-public-mc": public_mc,
-        "synth-public-open": public_open,
         "synth-cls": cls,
         "synth-caption": caption,
     }

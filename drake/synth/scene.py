@@ -14,7 +14,8 @@ resolution. Every random draw (background noise, stripe phase, degradation noise
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -180,6 +181,35 @@ class Scene:
         if self.bars:
             out["bars"] = [[c, int(v)] for c, v in self.bars]
         return out
+
+    @classmethod
+    def from_summary(cls, record: Mapping) -> Scene:
+        """The scene a :meth:`summary` describes, up to its rounding: centres to two decimals,
+        radii nominal for the size. What the picture shows (every object's attributes and grid
+        cell, the domain, degradations, boxes and bars) is recovered exactly.
+
+        Raises
+        ------
+        ValueError
+            Naming the object record that does not parse.
+        """
+        objects = []
+        for text in record.get("objects", ()):
+            match = _SUMMARY.fullmatch(str(text))
+            if match is None:
+                raise ValueError(f"object record {text!r} is not 'size colour fill shape@x,y"
+                                 "[state]#label' (Obj.summary's form)")
+            size, colour, fill, shape, x, y, state, label = match.groups()
+            objects.append(Obj(shape, colour, size, fill, float(x), float(y), RADIUS[size],
+                               state or "", label or ""))
+        return cls(tuple(objects), str(record.get("domain", "plain")),
+                   tuple((str(k), float(v)) for k, v in record.get("effects", ())),
+                   tuple(tuple(float(v) for v in box) for box in record.get("occluders", ())),
+                   tuple((str(c), int(v)) for c, v in record.get("bars", ())))
+
+
+_SUMMARY = re.compile(r"(small|large) (\w+) (\w+) (\w+)@(-?[\d.]+),(-?[\d.]+)"
+                      r"(?:\[(\w+)\])?(?:#(\d+))?")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,5 +20,5 @@ def make_bundle():
 
 @pytest.fixture(scope="session")
 def public_samples() -> list[dict]:
-    """Eight samples of drake-synth's public multiple-choice split (seed 0)."""
-    return [generate_sample("synth-public-mc", "public", i, seed=0) for i in range(8)]
+    """Eight samples of drake-synth's public single-picture split (seed 0)."""
+    return [generate_sample("synth-public-open", "public", i, seed=0) for i in range(8)]

@@ -144,7 +144,7 @@ def test_tiny_llama_qwen_alignment_and_cache(make_bundle, public_samples, tmp_pa
                           modules=("self_attn.q_proj", "mlp.down_proj"))
         return pair
 
-    llama, qwen = fresh()  # the smaller Llama (hidden 64) is the pivot
+    llama, qwen = fresh()  # the smaller Llama (hidden 128) is the pivot
     before, pivot_before = pq_frozen_state(qwen.model), pq_frozen_state(llama.model)
     report, hit = aligned_pair(llama, qwen, public_samples, cache_dir=tmp_path, steps=200)
     assert not hit

@@ -60,14 +60,18 @@ def randomise(model, adapter: str, seed: int) -> None:
 
 def test_pq_states_of_llama_and_qwen_align_average_and_load_back(make_bundle, public_samples):
     llama, qwen = make_bundle("tiny-llava-llama"), make_bundle("tiny-llava-qwen")
-    assert (llama.hidden_size, llama.num_layers) == (64, 2)
-    assert (qwen.hidden_size, qwen.num_layers) == (96, 3)
+    assert (llama.hidden_size, llama.num_layers) == (128, 4)
+    assert (qwen.hidden_size, qwen.num_layers) == (160, 3)
     base_llama, base_qwen = logits(llama, public_samples[:2]), logits(qwen, public_samples[:2])
-    prepare(llama, 2)  # blocks end at layers (0, 1): no conventional LoRA left
+    prepare(llama, 2)  # blocks end at layers (1, 3); layers 0 and 2 keep peft LoRA
     prepare(qwen, 2)   # blocks end at layers (0, 2); layer 1 keeps peft LoRA
     assert isinstance(qwen.model.base_model.model.model.language_model.layers[1].self_attn.q_proj,
                       LoraLayer)
     assert isinstance(qwen.model.base_model.model.model.language_model.layers[2].self_attn.q_proj,
+                      PQLoRALinear)
+    assert isinstance(llama.model.base_model.model.model.language_model.layers[2].self_attn.q_proj,
+                      LoraLayer)
+    assert isinstance(llama.model.base_model.model.model.language_model.layers[3].self_attn.q_proj,
                       PQLoRALinear)
     activate(llama.model, ["local", "global"], trainable=["local"])
     activate(qwen.model, ["local", "global"], trainable=["local"])
@@ -136,7 +140,7 @@ def test_peft_gate_matches_eq9(make_bundle):
             layer.lora_B[name].weight.copy_(torch.randn(layer.lora_B[name].weight.shape,
                                                         generator=gen))
         layer.lora_gate["local"].beta.fill_(0.7)
-    x = torch.randn(2, 3, 96, generator=gen)
+    x = torch.randn(2, 3, 160, generator=gen)
     s = layer.scaling["local"]
     sig = torch.sigmoid(torch.tensor(0.7))
 

@@ -138,7 +138,7 @@ def test_proxy_gradient_on_tiny_llama(make_bundle, public_samples):
     proxy = make_bundle("tiny-llava-llama")
     batch = proxy.collate(public_samples[:2], train=True)
     g = proxy_gradient(proxy, batch)
-    assert g.shape == (64, 128)  # last layer's down_proj: hidden x intermediate
+    assert g.shape == (128, 384)  # last layer's down_proj: hidden x intermediate
     assert g.abs().sum() > 0 and torch.equal(proxy_gradient(proxy, batch), g)
     assert not any(p.requires_grad for p in proxy.model.parameters())  # flags restored
     other = proxy_gradient(proxy, proxy.collate(public_samples[2:4], train=True))

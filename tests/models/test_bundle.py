@@ -16,12 +16,13 @@ def _answer_ids(bundle, answer):
 
 
 def test_two_tiny_families_differ_in_width_and_depth(llama_bundle, qwen_bundle):
-    assert (llama_bundle.hidden_size, llama_bundle.num_layers) == (64, 2)
-    assert (qwen_bundle.hidden_size, qwen_bundle.num_layers) == (96, 3)
+    assert (llama_bundle.hidden_size, llama_bundle.num_layers) == (128, 4)
+    assert (qwen_bundle.hidden_size, qwen_bundle.num_layers) == (160, 3)
     assert llama_bundle.model.config.text_config.model_type == "llama"
     assert qwen_bundle.model.config.text_config.model_type == "qwen2"
-    # 48 x 48 images in 8 x 8 patches, CLS feature dropped
-    assert llama_bundle.image_seq_length == qwen_bundle.image_seq_length == 36
+    # 48 x 48 images, a Swin tower whose last stage is the scene's 3 x 3 grid
+    assert llama_bundle.image_seq_length == qwen_bundle.image_seq_length == 9
+    assert llama_bundle.model.config.vision_config.model_type == "swin"
     assert llama_bundle.image_size == qwen_bundle.image_size == 48
 
 
@@ -48,7 +49,7 @@ def test_each_image_placeholder_becomes_image_seq_length_tokens(llama_bundle, sa
     for train in (True, False):
         batch = llama_bundle.collate(samples, train=train)
         counts = (batch["input_ids"] == llama_bundle.image_token_id).sum(dim=1).tolist()
-        assert counts == [36 * len(s["images"]) for s in samples]
+        assert counts == [9 * len(s["images"]) for s in samples]
         if not train:
             assert "labels" not in batch
 
@@ -119,7 +120,7 @@ def test_generate_is_deterministic_strings(llama_bundle, samples):
 
 def test_last_hidden_is_last_prompt_token_state(llama_bundle, samples):
     feats = llama_bundle.last_hidden(samples)
-    assert feats.shape == (3, 64) and feats.dtype == torch.float32
+    assert feats.shape == (3, 128) and feats.dtype == torch.float32
     alone = llama_bundle.last_hidden([samples[2]])
     torch.testing.assert_close(feats[2:], alone, rtol=1e-4, atol=1e-4)
 
@@ -130,7 +131,7 @@ def test_overfitting_ranks_gold_first(fresh_llama, samples):
     model.requires_grad_(True)
     model.train()
     torch.manual_seed(0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     batch = bundle.collate(samples, train=True)
     for _ in range(40):
         loss = bundle.loss(batch)
@@ -142,3 +143,15 @@ def test_overfitting_ranks_gold_first(fresh_llama, samples):
     for sample, row in zip(samples, scores):
         assert row.index(max(row)) == sample["choices"].index(sample["answer"])
     assert bundle.generate(samples, max_new_tokens=4) == [s["answer"] for s in samples]
+
+
+def test_instruction_first_reads_the_question_before_the_pictures():
+    from drake.models.bundle import ChatFormat
+
+    plain, first = ChatFormat(), ChatFormat(instruction_first=True)
+    prompt = "Picture 1: <image>\nPicture 2: <image>\nWhich picture has a star?"
+    assert plain.render(prompt) == "USER: " + prompt + " ASSISTANT:"
+    assert first.render(prompt) == ("USER: Picture 1: Picture 2: Which picture has a star?\n"
+                                    + prompt + " ASSISTANT:")
+    # nothing to read first without a picture
+    assert first.render("Is it true?") == plain.render("Is it true?")

@@ -145,4 +145,4 @@ def test_training_through_the_bundle_moves_only_the_active_adapter(fresh_llama, 
     assert all(torch.equal(other[k], v) for k, v in adapter_state(model, "other").items())
     assert all(torch.equal(base[k], v) for k, v in model.state_dict().items() if k in base)
     assert len(fresh_llama.generate(samples, max_new_tokens=2)) == 3
-    assert fresh_llama.last_hidden(samples).shape == (3, 64)
+    assert fresh_llama.last_hidden(samples).shape == (3, 128)

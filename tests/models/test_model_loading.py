@@ -8,20 +8,38 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import CLIPImageProcessor, LlavaProcessor
+from transformers import (
+    CLIPImageProcessor,
+    CLIPVisionConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
+)
 
 from drake.errors import NetworkUnavailable, UnknownNameError
 from drake.models import ModelNotPretrained, build_tokenizer, load_model
 from drake.models.loading import _chat_format
-from drake.models.tiny import build_tiny_model
+from drake.models.tiny import tiny_config
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _clip_llava(family: str, tokenizer, seed: int) -> LlavaForConditionalGeneration:
+    """A tiny LLaVA shaped like the real checkpoints: a CLIP ViT tower (48 px, 8 px patches,
+    CLS feature dropped: 36 image tokens) in front of a tiny family's language model."""
+    config = tiny_config(family, tokenizer)
+    config.vision_config = CLIPVisionConfig(hidden_size=32, intermediate_size=64,
+                                            num_hidden_layers=2, num_attention_heads=2,
+                                            image_size=48, patch_size=8, projection_dim=32)
+    config.vision_feature_select_strategy = "default"
+    config.image_seq_length = 36
+    torch.manual_seed(seed)
+    return LlavaForConditionalGeneration(config)
 
 
 def _hub_snapshot(root: Path, repo_id: str, vocab: list[str], family: str) -> Path:
     """Write a tiny LLaVA checkpoint into a Hub cache laid out as huggingface_hub does."""
     tokenizer = build_tokenizer(vocab)
-    model = build_tiny_model(family, tokenizer, seed=3)
+    model = _clip_llava(family, tokenizer, seed=3)
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(size={"shortest_edge": 48},
                                            crop_size={"height": 48, "width": 48}),
@@ -51,10 +69,10 @@ def test_real_backbone_loads_by_repo_id_from_the_hub_cache(offline_hub, vocab, s
     for name in ("thkim0305/qwen2.5_0.5B_vl", "qwen2.5-0.5b-vl"):
         bundle = load_model(name)
         assert bundle.name == "qwen2.5-0.5b-vl" and bundle.info.hf_id == "thkim0305/qwen2.5_0.5B_vl"
-        assert (bundle.hidden_size, bundle.num_layers, bundle.image_size) == (96, 3, 48)
+        assert (bundle.hidden_size, bundle.num_layers, bundle.image_size) == (160, 3, 48)
         assert bundle.image_seq_length == 36
         assert not any(p.requires_grad for p in bundle.model.parameters())
-    reference = build_tiny_model("tiny-llava-qwen", build_tokenizer(vocab), seed=3)
+    reference = _clip_llava("tiny-llava-qwen", build_tokenizer(vocab), seed=3)
     loaded = dict(bundle.model.named_parameters())
     for name, param in reference.named_parameters():
         assert torch.equal(loaded[name], param), name

@@ -29,16 +29,18 @@ def test_models_list_prints_the_zoo(capsys, tmp_path):
 def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     args = _parser().parse_args([
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
-        "--train-size", "2", "--eval-size", "3", "--cache-dir", str(tmp_path),
+        "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
+        "--cache-dir", str(tmp_path),
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
-    assert "tiny-llava-qwen: 2 steps" in out and "held-out public MC accuracy" in out
+    assert "tiny-llava-qwen: 2 steps" in out and "held-out public accuracy" in out
+    assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["steps"] == 2 and report["batch_size"] == 2
     args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
     args.func(args)
-    assert "yes (pretrained)" in capsys.readouterr().out
+    assert "yes (pretrained in the cache)" in capsys.readouterr().out
 
 
 def test_models_pretrain_refuses_real_backbones(tmp_path):

@@ -1,4 +1,5 @@
-"""`drake quickstart` end to end at a micro budget (tiny drake-synth, a few pretraining steps)."""
+"""`drake quickstart` end to end at a micro budget (tiny drake-synth, a few pretraining steps),
+and on the shipped weights."""
 
 import json
 
@@ -8,7 +9,10 @@ from drake.quickstart import quickstart
 def test_quickstart_builds_pretrains_runs_and_caches(tmp_path):
     said = []
     kw = dict(methods=("sft", "fedavg"), size="tiny", rounds=2, eval_per_task=2,
-              compute_budget=2, pretrain_steps=4, say=said.append)
+              compute_budget=2, say=said.append,
+              pretrain={"steps": 4, "batch_size": 2, "train_size": 16, "eval_size": 4,
+                        "vision_steps": 4, "vision_batch_size": 2, "vision_pictures": 8,
+                        "vision_eval_pictures": 8})
     results = quickstart(tmp_path, **kw)
     assert [r["method"]["name"] for r in results] == ["sft", "fedavg"]
     assert all(r["scoring"]["mc_scoring"] == "loglik" for r in results)
@@ -24,6 +28,15 @@ def test_quickstart_builds_pretrains_runs_and_caches(tmp_path):
     said.clear()
     quickstart(tmp_path, **{**kw, "methods": ("sft",)})
     assert any("already built" in s for s in said) and sum(s.endswith(": cached") for s in said) == 2
+
+
+def test_quickstart_runs_on_the_shipped_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "empty-cache"))
+    said = []
+    results = quickstart(tmp_path, methods=("sft",), size="tiny", rounds=1, eval_per_task=2,
+                         compute_budget=1, say=said.append)
+    assert results[0]["method"]["name"] == "sft"
+    assert any("shipped" in s for s in said) and not (tmp_path / "models").exists()
 
 
 def test_quickstart_command_prints_the_table_and_the_learnability_caveat(tmp_path, monkeypatch,

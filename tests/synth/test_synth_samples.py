@@ -137,9 +137,19 @@ def test_caption_references_and_multi_sentence_answer():
         assert s["prompt"] == "<image>\nDescribe the image."
 
 
-def test_public_tasks_mix_answer_formats():
-    prompts = [s["prompt"] for s in _samples("synth-public-mc", "train")]
-    assert any("Choice list:[" in p for p in prompts)
-    assert any("Answer with the option's letter" in p for p in prompts)
-    assert any("single answer id (1,2,3,4,5)" in p for p in prompts)
-    assert all(s["answer_type"] == "open_ended" for s in _samples("synth-public-open", "train"))
+def test_public_split_covers_every_family_with_short_open_answers():
+    from drake.synth.public import MULTI_FAMILIES, SINGLE_FAMILIES
+
+    for task, families, pictures in (("synth-public-open", SINGLE_FAMILIES, (1, 1)),
+                                     ("synth-public-multi", MULTI_FAMILIES, (2, 4))):
+        samples = [generate_sample(task, "public", i, seed=0) for i in range(300)]
+        seen = {json.loads(s["meta"])["family"] for s in samples}
+        assert seen == set(families), (task, set(families) - seen)
+        for s in samples:
+            assert s["answer_type"] == "open_ended" and s["choices"] == []
+            assert pictures[0] <= len(s["images"]) <= pictures[1]
+            assert s["prompt"].count("<image>") == len(s["images"])
+            # the public wording never borrows a client task's answer formats
+            assert "Choice list" not in s["prompt"] and "Tell me" in s["prompt"]
+            if json.loads(s["meta"])["family"] != "describe":
+                assert 1 <= len(s["answer"].split()) <= 3, s["answer"]

@@ -1,0 +1,58 @@
+"""The tiny families' pretrained weights, shipped inside the package.
+
+Pretraining both tiny families takes about an hour on two CPU cores (:mod:`drake.models.pretrain`),
+too long for a quickstart or a CI run, so the suite ships its result: ``weights/<name>/`` holds
+what ``drake models pretrain`` (default arguments, seed 0) writes to the model cache. Each
+``model.safetensors`` is pinned below by its sha256 and checked every time it is loaded; a
+mismatch (a corrupted or hand-edited file) is an error, never a silent load.
+
+``load_model(name)`` reads the user's model cache first (a model pretrained there wins), then
+these files. ``load_model(name, cache_dir=...)`` reads that cache only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from drake.models.errors import ModelLoadError
+
+__all__ = ["SHIPPED_ROOT", "SHIPPED_SHA256", "shipped_folder", "verify_shipped"]
+
+SHIPPED_ROOT = Path(__file__).resolve().parent / "weights"
+WEIGHTS_FILE = "model.safetensors"
+
+#: sha256 of each shipped ``model.safetensors``.
+SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({})
+
+
+def shipped_folder(name: str) -> Path | None:
+    """The shipped folder of tiny model ``name``, or None when the package ships none."""
+    if name not in SHIPPED_SHA256:
+        return None
+    folder = SHIPPED_ROOT / name
+    return folder if (folder / WEIGHTS_FILE).is_file() else None
+
+
+def verify_shipped(name: str, folder: Path) -> None:
+    """Check the shipped weights of ``name`` against the pinned sha256.
+
+    Raises
+    ------
+    ModelLoadError
+        Naming the file, both digests and the fix.
+    """
+    path = Path(folder) / WEIGHTS_FILE
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    got, want = digest.hexdigest(), SHIPPED_SHA256[name]
+    if got != want:
+        raise ModelLoadError(
+            f"{path} has sha256 {got}, but this version of drake pins {want} for {name}; the "
+            "file is damaged or was replaced. Reinstall drake, or run `drake models pretrain` "
+            "to rebuild the weights in your model cache (which load_model reads first)."
+        )

@@ -1,0 +1,62 @@
+"""The pretrained tiny weights shipped in the package: pinned, checked at load, small."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import pytest
+import torch
+
+from drake.models import ModelLoadError, load_model
+from drake.models import shipped as shipped_module
+from drake.models.shipped import SHIPPED_ROOT, SHIPPED_SHA256, shipped_folder
+from drake.models.zoo import TINY_MODELS
+
+
+def test_every_tiny_family_ships_pinned_weights():
+    assert set(SHIPPED_SHA256) == set(TINY_MODELS)
+    total = 0
+    for name in TINY_MODELS:
+        folder = shipped_folder(name)
+        assert folder is not None, name
+        weights = folder / "model.safetensors"
+        assert hashlib.sha256(weights.read_bytes()).hexdigest() == SHIPPED_SHA256[name]
+        report = json.loads((folder / "pretrain_report.json").read_text())
+        # the report is the one pretraining wrote for exactly these bytes
+        assert report["weights_sha256"] == SHIPPED_SHA256[name] and report["seed"] == 0
+        total += sum(p.stat().st_size for p in folder.iterdir())
+    assert total <= 50 * 2**20, f"shipped weights take {total / 2**20:.1f} MB, over 50 MB"
+
+
+def test_load_model_uses_the_shipped_weights_when_the_cache_is_empty(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "empty"))
+    bundle = load_model("tiny-llava-llama")
+    from safetensors.torch import load_file
+
+    saved = load_file(str(SHIPPED_ROOT / "tiny-llava-llama" / "model.safetensors"))
+    params = list(bundle.model.state_dict().values())
+    for key, value in saved.items():
+        assert any(p.shape == value.shape and torch.equal(p, value) for p in params), key
+
+
+def test_a_tampered_shipped_file_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "empty"))
+    root = tmp_path / "weights"
+    shutil.copytree(SHIPPED_ROOT / "tiny-llava-qwen", root / "tiny-llava-qwen")
+    weights = root / "tiny-llava-qwen" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    monkeypatch.setattr(shipped_module, "SHIPPED_ROOT", root)
+    with pytest.raises(ModelLoadError, match="sha256") as err:
+        load_model("tiny-llava-qwen")
+    assert str(weights) in str(err.value) and "drake models pretrain" in str(err.value)
+
+
+def test_an_explicit_cache_does_not_fall_back_to_the_shipped_weights(tmp_path):
+    from drake.models import ModelNotPretrained
+
+    with pytest.raises(ModelNotPretrained, match="drake models pretrain"):
+        load_model("tiny-llava-llama", cache_dir=tmp_path)
