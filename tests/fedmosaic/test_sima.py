@@ -144,7 +144,7 @@ def test_proxy_gradient_on_tiny_llama(make_bundle, public_samples):
     other = proxy_gradient(proxy, proxy.collate(public_samples[2:4], train=True))
     assert not torch.equal(other, g)
     # adapters are off on the proxy: a non-zero PQ-LoRA does not change the gradient
-    inject_pqlora(proxy.model, block_map(2, 1), r=4)
+    inject_pqlora(proxy.model, block_map(proxy.num_layers, 1), r=4)
     activate(proxy.model, ["local"], trainable=["local"])
     with torch.no_grad():
         for m in pq_modules(proxy.model).values():
