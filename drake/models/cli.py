@@ -55,6 +55,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
 
     from drake.errors import UnknownNameError
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
+    from drake.models.shipped import SHIPPED_SHA256
 
     names = list(TINY_MODELS) if args.model == "all" else [args.model]
     for name in names:
@@ -93,10 +94,17 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         if name == VISION_FOLDER:
             seen = report["held_out_accuracy"]
             line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
-        elif report["accuracy_after"]:
-            line += (f"; held-out public accuracy (exact match, mean over families) "
-                     f"{report['accuracy_before']['mean']:.2f} -> "
-                     f"{report['accuracy_after']['mean']:.2f}")
+        else:
+            if report["accuracy_after"]:
+                line += (f"; held-out public accuracy (exact match, mean over families) "
+                         f"{report['accuracy_before']['mean']:.2f} -> "
+                         f"{report['accuracy_after']['mean']:.2f}")
+            pinned = SHIPPED_SHA256.get(name)
+            if pinned is not None:
+                same = report["weights_sha256"] == pinned
+                line += ("; identical to the shipped weights" if same else
+                         "; differs from the shipped weights (other arguments, seed or "
+                         "library versions)")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
     return 0
 

@@ -25,7 +25,10 @@ SHIPPED_ROOT = Path(__file__).resolve().parent / "weights"
 WEIGHTS_FILE = "model.safetensors"
 
 #: sha256 of each shipped ``model.safetensors``.
-SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({})
+SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({
+    "tiny-llava-llama": "597472d68e36d9bb138613e70a0fc7b2c49b65820ca5a68042d05daae9a76aad",
+    "tiny-llava-qwen": "9e43661a661a3586e40813468d6af8f25814b9cda0d67853feac64d1e051a9d8",
+})
 
 
 def shipped_folder(name: str) -> Path | None:

@@ -60,3 +60,21 @@ def test_an_explicit_cache_does_not_fall_back_to_the_shipped_weights(tmp_path):
 
     with pytest.raises(ModelNotPretrained, match="drake models pretrain"):
         load_model("tiny-llava-llama", cache_dir=tmp_path)
+
+
+def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
+    """`drake models pretrain` (defaults, seed 0) reproduces them; their reports say so."""
+    import importlib
+
+    stage = importlib.import_module("drake.models.pretrain")
+
+    for name in TINY_MODELS:
+        report = json.loads((SHIPPED_ROOT / name / "pretrain_report.json").read_text())
+        assert (report["steps"], report["batch_size"], report["lr"], report["seed"]) == (
+            stage.DEFAULT_STEPS, stage.DEFAULT_BATCH_SIZE, stage.DEFAULT_LR, 0)
+        assert report["train_samples"] == stage.DEFAULT_TRAIN_SIZE
+        assert report["eval_samples"] == stage.DEFAULT_EVAL_SIZE
+        assert report["grounding_weight"] == stage.GROUNDING_WEIGHT
+    reports = [json.loads((SHIPPED_ROOT / n / "pretrain_report.json").read_text())
+               for n in TINY_MODELS]
+    assert len({r["vision_sha256"] for r in reports}) == 1  # one tower for both families

@@ -28,7 +28,7 @@ def test_recorded_knobs_are_the_shipped_defaults():
              if row["knobs"] != json.loads(json.dumps(dataclasses.asdict(DEFAULT_KNOBS[task])))}
     assert not stale, (
         f"drake/synth/calibration.json was measured at other knobs for {sorted(stale)}; re-run "
-        "`python benchmarks/learnability.py --json drake/synth/calibration.json --model-cache DIR`")
+        "`python benchmarks/learnability.py --json drake/synth/calibration.json`")
 
 
 def test_curves_match_the_recorded_schedule():
@@ -50,7 +50,8 @@ def test_card_table_reports_gain_over_chance(tmp_path):
     table = calibration_table(get_benchmark("drake-synth"), path)
     assert "| 1 | synth-spatial | 50.0 | 50.0 | 60.0 | 75.0 | +25.0 |" in table
     assert "| 6 | synth-count-open | open-ended, not measured |" in table
-    assert "1 of 1 measured tasks gain 10 points or more" in table
+    assert "1 of 1 measured tasks gain 15 points or more over chance (1 gain 10 or more, 0 end " \
+        "above 95%)" in table
 
 
 def test_summary_counts_the_recorded_gains(tmp_path):
@@ -59,7 +60,10 @@ def test_summary_counts_the_recorded_gains(tmp_path):
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps({"settings": {}, "tasks": {
         "a": {"chance": 50.0, "curve": [50.0, 80.0]},
-        "b": {"chance": 25.0, "curve": [25.0, 24.0]}}}))
+        "b": {"chance": 25.0, "curve": [25.0, 24.0]},
+        "c": {"chance": 50.0, "curve": [50.0, 62.0]},
+        "d": {"chance": 50.0, "curve": [50.0, 97.0]}}}))
     text = calibration_summary(path)
-    assert "1 of 2 measured tasks gain 10 points or more over chance" in text
-    assert "the mean gain is +14.5 points" in text
+    assert "2 of 4 measured tasks gain 15 points or more over chance (3 gain 10 or more, 1 end " \
+        "above 95%)" in text
+    assert "the mean gain is +22.0 points" in text
