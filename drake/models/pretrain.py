@@ -2,15 +2,16 @@
 
 The tiny models start from random weights; a federated method that starts from them learns
 vision and language from scratch, which is not what the papers' pretrained backbones do. So the
-tiny families are first trained on drake-synth's **public** tasks (``synth-public-open`` and
-``synth-public-multi``: generic "Tell me ..." questions about one to four pictures, see
-:mod:`drake.synth.public`), which never ask a client task's question, the way LLaVA's
-instruction data is disjoint from DRAKE. Pretraining has two stages, like LLaVA's.
+tiny families are first trained on drake-synth's **public** tasks (``synth-public-open``,
+``synth-public-multi`` and ``synth-public-formats``: generic questions about one to four
+pictures, the last in the client tasks' answer formats; see :mod:`drake.synth.public`), which
+never ask a client task's question, the way LLaVA's instruction data is disjoint from DRAKE.
+Pretraining has two stages, like LLaVA's.
 
 Stage 1: the vision tower (shared by both families)
 ---------------------------------------------------
-The Swin tower of :data:`drake.models.tiny.VISION_CONFIG` learns to see on the public split's
-pictures, supervised by what the generator drew (:func:`drake.models.vision.scene_targets`: per
+The Swin tower of :data:`drake.models.tiny.VISION_CONFIG` learns to see on the pictures of
+``synth-public-open`` and ``synth-public-multi``, supervised by what the generator drew (:func:`drake.models.vision.scene_targets`: per
 grid cell the two largest objects' colour, shape, fill, size, state and tag, the object count and
 occlusion; per picture the background, the degradation and the bar chart). ``vision_steps``
 AdamW steps (weight decay 0.05) of ``vision_batch_size`` pictures, learning rate ``vision_lr``
@@ -26,7 +27,7 @@ tied output embeddings, must name its cell's largest object (colour, shape, fill
 language model learns to answer "the colour of the star" by guessing among the colours present
 (0.45 on held-out questions after 4000 steps); with it, it looks the star up.
 
-Batches mix an *easy* pool (public samples drawn with at most :data:`EASY_OBJECTS` objects per
+The three public tasks contribute :data:`TASK_SHARES` of the samples. Batches mix an *easy* pool (public samples drawn with at most :data:`EASY_OBJECTS` objects per
 picture) and the full pool: the easy share starts at 1 and falls linearly to 10% at
 :data:`EASY_UNTIL` of the steps. The learning rate warms up over 200 steps, then follows a cosine
 to 10% of ``lr``; AdamW (0.9, 0.98), no weight decay, gradient-norm clip 1.
@@ -55,6 +56,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -118,8 +120,9 @@ GROUNDING_WEIGHT = 1.0
 EASY_OBJECTS = 2
 EASY_SHARE = 0.25
 EASY_UNTIL = 0.3
-#: Share of ``synth-public-multi`` among the training samples (the rest: ``synth-public-open``).
-MULTI_SHARE = 0.25
+#: Share of each public task among the training (and held-out) samples.
+TASK_SHARES = MappingProxyType({
+    "synth-public-open": 0.45, "synth-public-multi": 0.2, "synth-public-formats": 0.35})
 _EVAL_BATCH = 64
 
 Progress = Callable[[int, int, float], None]
@@ -153,14 +156,22 @@ def _meta(sample: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+def _group(sample: dict[str, Any]) -> str:
+    """A public sample's report group: its family, or ``format:<format>`` for
+    ``synth-public-formats`` (whose families are reported with the plain questions)."""
+    meta = _meta(sample)
+    return f"format:{meta['format']}" if "format" in meta else meta.get("family", "")
+
+
 def evaluate_open(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Greedy exact-match accuracy of open public questions, per family and overall (``mean``:
-    the mean over families, so every family weighs the same)."""
+    """Greedy exact-match accuracy of public questions, per family (per answer format for
+    ``synth-public-formats``) and overall (``mean``: the mean over groups, so each weighs the
+    same)."""
     if not samples:
         return {}
     hits: dict[str, list[bool]] = {}
-    for family in sorted({_meta(s).get("family", "") for s in samples}):
-        group = [s for s in samples if _meta(s).get("family", "") == family]
+    for family in sorted({_group(s) for s in samples}):
+        group = [s for s in samples if _group(s) == family]
         longest = max(len(s["answer"].split()) for s in group)
         outputs = bundle.generate(group, max_new_tokens=2 * longest + 2, batch_size=_EVAL_BATCH)
         hits[family] = [out.strip() == s["answer"].strip() for out, s in zip(outputs, group)]
@@ -172,17 +183,23 @@ def evaluate_open(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> dic
 def _eval_set(seed: int, size: int) -> list[dict[str, Any]]:
     if size <= 0:
         return []
-    multi = int(round(size * MULTI_SHARE))
-    return (public_samples("synth-public-open", "test", size - multi, seed)
-            + public_samples("synth-public-multi", "test", multi, seed))
+    return [sample for task, count in _shares(size).items()
+            for sample in public_samples(task, "test", count, seed)]
+
+
+def _shares(size: int) -> dict[str, int]:
+    """``size`` samples split over the public tasks by :data:`TASK_SHARES` (the first task
+    takes the rounding remainder)."""
+    counts = {task: int(round(size * share)) for task, share in TASK_SHARES.items()}
+    first = next(iter(counts))
+    counts[first] += size - sum(counts.values())
+    return counts
 
 
 def _train_set(seed: int, size: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(easy pool, full pool) of ``size`` training samples in all."""
     pools: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    for task, share in (("synth-public-open", 1.0 - MULTI_SHARE),
-                        ("synth-public-multi", MULTI_SHARE)):
-        count = int(round(size * share))
+    for task, count in _shares(size).items():
         easy = int(round(count * EASY_SHARE))
         pools[1].extend(public_samples(task, "public", count - easy, seed))
         # the easy pool reads other indices, so it does not repeat the full pool's streams

@@ -204,6 +204,10 @@ SYNTH_TASKS: Mapping[str, SynthTask] = MappingProxyType(dict([
        "generic short-answer questions across two to four pictures (which picture, how many "
        "pictures, per-picture attributes, comparisons)",
        answer_type="open_ended", metric="token_f1"),
+    _t("synth-public-formats", None, "public", (1, 4),
+       "the same generic questions, worded as questions, in the client tasks' answer formats "
+       "(choice list, letters, answer ids, a proposed answer to judge, a single word)",
+       answer_type="open_ended", metric="token_f1"),
     _t("synth-cls", None, "cls", (1, 1),
        "classify colour x fill x shape (192 classes) across six domains",
        answer_type="classification"),
@@ -213,7 +217,7 @@ SYNTH_TASKS: Mapping[str, SynthTask] = MappingProxyType(dict([
 ]))
 # fmt: on
 """Every drake-synth task by id: the 40 client twins in DRAKE's released client order, the 7
-unseen twins, the two public-split tasks, synth-cls and synth-caption."""
+unseen twins, the three public-split tasks, synth-cls and synth-caption."""
 
 _GENERATORS = MappingProxyType(
     {

@@ -114,6 +114,7 @@ DEFAULT_KNOBS: Mapping[str, Knobs] = MappingProxyType(
         # public split: the families' own ranges apply; pretraining lowers the cap early on
         "synth-public-open": K(objects=(0, 9)),
         "synth-public-multi": K(objects=(0, 9)),
+        "synth-public-formats": K(objects=(0, 9)),
         "synth-cls": K(objects=(0, 0)),
         "synth-caption": K(objects=(1, 4)),
     }

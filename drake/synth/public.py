@@ -4,20 +4,28 @@ The public split plays the part of LLaVA's instruction data: it teaches the prim
 client task composes (reading an object's colour, shape, fill, size and state, finding the object
 a question names, counting, placing objects on the grid and relative to each other, telling the
 background and the photo quality, reading bar charts and number tags, and doing all of this
-across several pictures), and never a client task's question. Its wording ("Tell me ...") and
-its answers (short open answers: a word, a number, a picture number) are disjoint from every
-client and unseen task, which ask for verdicts, options, letters or answer ids.
+across several pictures) and the answer formats the client tasks use, and never a client task's
+question.
 
-Two tasks:
+Three tasks:
 
-* ``synth-public-open``: one picture, one of :data:`SINGLE_FAMILIES`;
-* ``synth-public-multi``: two to four pictures, one of :data:`MULTI_FAMILIES`.
+* ``synth-public-open``: one picture, one of :data:`SINGLE_FAMILIES`, asked "Tell me ..." with a
+  short open answer (a word, a number, a picture number);
+* ``synth-public-multi``: two to four pictures, one of :data:`MULTI_FAMILIES`, likewise;
+* ``synth-public-formats``: the same families (but ``describe``) worded as questions ("Which
+  colour does the star have?") in one of the client tasks' answer formats (:data:`FORMATS`:
+  choice list, lettered options, answer ids, a proposed answer to judge True/False, Yes/No or
+  Positive/Negative, or a single word), with pictures labelled as the client tasks label them
+  ("Image B", "Second image") and picture answers given as those labels. Without it the models
+  never produce the client tasks' answer words, and a LoRA spends its budget on the format.
 
 The family is drawn uniformly. Scenes that a question looks objects up in hold pairwise distinct
 shapes and colours, so "the triangle" or "the red shape" names exactly one object. The ``objects``
 knob caps every family's object count, which is how pretraining draws an easier early pool.
-Each sample's ``meta`` records the family and the scenes (``meta["scenes"]``), which is all the
-vision tower's pretraining targets are made of (:mod:`drake.models.vision`).
+Each sample's ``meta`` records the family (and the format) and the scenes (``meta["scenes"]``),
+which is all the vision tower's pretraining targets are made of (:mod:`drake.models.vision`).
+No public question repeats a client or unseen task's question template
+(``tests/synth/test_synth_samples.py`` checks this with colours, shapes and numbers masked).
 """
 
 from __future__ import annotations
@@ -39,7 +47,20 @@ from drake.synth.scene import (
     Scene,
     arrange,
 )
-from drake.synth.text import IMAGE, coin, pick, plural, sample, shuffled
+from drake.synth.relation import DEMON_CHOOSE
+from drake.synth.text import (
+    IMAGE,
+    LETTERS,
+    TRUE_FALSE,
+    YES_NO,
+    choice_list,
+    coin,
+    letter_options,
+    pick,
+    plural,
+    sample,
+    shuffled,
+)
 
 QUALITY_WORDS = MappingProxyType({
     "": "clean", "blur": "blurry", "noise": "grainy", "dark": "dim", "bright": "washed",
@@ -83,6 +104,35 @@ _T = MappingProxyType({
     "yes": "yes",
     "no": "no",
 })
+
+
+_Q = MappingProxyType({**_T, **{
+    "colour": "Which colour does the {shape} have?",
+    "shape": "Which shape is {colour}?",
+    "where": "In which part of the image is the {colour} {shape}?",
+    "what_at": "What is at the {position}?",
+    "fill": "How is the {colour} {shape} drawn?",
+    "size": "How big is the {colour} {shape}?",
+    "state": "What condition is the {colour} {shape} in?",
+    "count_all": "How many shapes does the image show?",
+    "count_colour": "How many {colour} shapes does the image show?",
+    "count_shape": "How many {shapes} does the image show?",
+    "exists": "Does the image show a {colour} {shape}?",
+    "relation": "On which side of the {b} is the {a}?",
+    "background": "What kind of background does the image have?",
+    "quality": "How does the photo look?",
+    "bar_height": "How high is the {colour} bar?",
+    "bar_top": "Which colour has the highest bar?",
+    "tag_of": "Which tag does the {colour} {shape} carry?",
+    "tag_shape": "Which shape carries tag {tag}?",
+    "multi_which": "Which image holds the {colour} {shape}?",
+    "multi_count": "In how many images does a {shape} appear?",
+    "multi_colour": "Which colour does the {shape} in image {k} have?",
+    "multi_number": "How many shapes does image {k} show?",
+    "multi_more": "Which image holds more shapes?",
+    "multi_same": "Do the two images match?",
+}})
+"""The same public questions asked as questions (``synth-public-formats``)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,147 +195,147 @@ def _named(o: Obj) -> dict[str, str]:
 # single-picture families
 
 
-def describe(ctx: Ctx) -> Draft:
+def describe(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = distinct_objects(ctx, 1, 5)
-    items = [_T["describe_item"].format(size=o.size, colour=o.colour, fill=o.fill, shape=o.shape,
+    items = [t["describe_item"].format(size=o.size, colour=o.colour, fill=o.fill, shape=o.shape,
                                         position=POSITIONS[o.cell()])
              for o in sorted(objs, key=lambda o: (o.cell(), o.x))]
-    return _one(ctx, objs, _T["describe"], ", ".join(items) + ".", "describe")
+    return _one(ctx, objs, t["describe"], ", ".join(items) + ".", "describe")
 
 
-def colour(ctx: Ctx) -> Draft:
+def colour(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = distinct_objects(ctx, 1, 4)
     o = pick(ctx.rng, objs)
-    return _one(ctx, objs, _T["colour"].format(shape=o.shape), o.colour, "colour")
+    return _one(ctx, objs, t["colour"].format(shape=o.shape), o.colour, "colour")
 
 
-def shape(ctx: Ctx) -> Draft:
+def shape(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = distinct_objects(ctx, 1, 4)
     o = pick(ctx.rng, objs)
-    return _one(ctx, objs, _T["shape"].format(colour=o.colour), o.shape, "shape")
+    return _one(ctx, objs, t["shape"].format(colour=o.colour), o.shape, "shape")
 
 
-def where(ctx: Ctx) -> Draft:
+def where(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = distinct_objects(ctx, 1, 5)
     o = pick(ctx.rng, objs)
-    return _one(ctx, objs, _T["where"].format(**_named(o)), POSITIONS[o.cell()], "where")
+    return _one(ctx, objs, t["where"].format(**_named(o)), POSITIONS[o.cell()], "where")
 
 
-def what_at(ctx: Ctx) -> Draft:
+def what_at(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = list(arrange(ctx.rng, random_objects(ctx.rng, ctx.n_objects(1, 5))))
     cell = int(ctx.rng.integers(len(POSITIONS)))
     there = [o for o in objs if o.cell() == cell]
-    answer = f"{there[0].colour} {there[0].shape}" if there else _T["nothing"]
-    return _one(ctx, objs, _T["what_at"].format(position=POSITIONS[cell]), answer, "what_at")
+    answer = f"{there[0].colour} {there[0].shape}" if there else t["nothing"]
+    return _one(ctx, objs, t["what_at"].format(position=POSITIONS[cell]), answer, "what_at")
 
 
-def fill(ctx: Ctx) -> Draft:
+def fill(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = distinct_objects(ctx, 1, 3)
     o = pick(ctx.rng, objs)
-    return _one(ctx, objs, _T["fill"].format(**_named(o)), o.fill, "fill")
+    return _one(ctx, objs, t["fill"].format(**_named(o)), o.fill, "fill")
 
 
-def size(ctx: Ctx) -> Draft:
+def size(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = distinct_objects(ctx, 1, 3)
     o = pick(ctx.rng, objs)
-    return _one(ctx, objs, _T["size"].format(**_named(o)), o.size, "size")
+    return _one(ctx, objs, t["size"].format(**_named(o)), o.size, "size")
 
 
-def state(ctx: Ctx) -> Draft:
+def state(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     objs = [replace(o, state=pick(rng, ("", "broken", "faded"))) for o in distinct_objects(ctx, 1, 3)]
     o = pick(rng, objs)
-    return _one(ctx, objs, _T["state"].format(**_named(o)), STATE_WORDS[o.state], "state")
+    return _one(ctx, objs, t["state"].format(**_named(o)), STATE_WORDS[o.state], "state")
 
 
-def count(ctx: Ctx) -> Draft:
+def count(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     kind = pick(rng, ("all", "colour", "shape"))
     if kind == "all":
         objs = list(arrange(rng, random_objects(rng, ctx.n_objects(0, 9))))
-        return _one(ctx, objs, _T["count_all"], str(len(objs)), "count")
+        return _one(ctx, objs, t["count_all"], str(len(objs)), "count")
     n = ctx.n_objects(0, 5)
     rest = ctx.n_objects(0, 9 - n)
     if kind == "colour":
         c = pick(rng, COLOURS)
         objs = [Obj(pick(rng, SHAPES), c, pick(rng, SIZES), pick(rng, FILLS)) for _ in range(n)]
         objs += random_objects(rng, rest, colours=[x for x in COLOURS if x != c])
-        question = _T["count_colour"].format(colour=c)
+        question = t["count_colour"].format(colour=c)
     else:
         s = pick(rng, SHAPES)
         objs = [Obj(s, pick(rng, COLOURS), pick(rng, SIZES), pick(rng, FILLS)) for _ in range(n)]
         objs += random_objects(rng, rest, shapes=[x for x in SHAPES if x != s])
-        question = _T["count_shape"].format(shapes=plural(s))
+        question = t["count_shape"].format(shapes=plural(s))
     return _one(ctx, list(arrange(rng, shuffled(rng, objs))), question, str(n), "count")
 
 
-def exists(ctx: Ctx) -> Draft:
+def exists(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     objs = distinct_objects(ctx, 1, 5)
     o = pick(rng, objs)
     if coin(rng):
-        return _one(ctx, objs, _T["exists"].format(**_named(o)), _T["yes"], "exists")
+        return _one(ctx, objs, t["exists"].format(**_named(o)), t["yes"], "exists")
     present = {x.key() for x in objs}
     options = [(s, c) for s in SHAPES for c in COLOURS if (s, c) not in present
                and (s == o.shape or c == o.colour)]
     s, c = pick(rng, options)
-    return _one(ctx, objs, _T["exists"].format(colour=c, shape=s), _T["no"], "exists")
+    return _one(ctx, objs, t["exists"].format(colour=c, shape=s), t["no"], "exists")
 
 
-def relation(ctx: Ctx) -> Draft:
+def relation(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     """Where one object is relative to another in the same grid row or column."""
     rng = ctx.rng
     objs = list(arrange(rng, distinct_objects(ctx, 2, 5)))
     pairs = [(a, b) for a in objs for b in objs if a is not b
              and (a.cell() // 3 == b.cell() // 3 or a.cell() % 3 == b.cell() % 3)]
     if not pairs:  # one object only (the knob's cap): fall back to placing it
-        return where(ctx)
+        return where(ctx, t)
     a, b = pick(rng, pairs)
     if a.cell() // 3 == b.cell() // 3:
         side = SIDE_WORDS[0] if a.cell() % 3 < b.cell() % 3 else SIDE_WORDS[1]
     else:
         side = SIDE_WORDS[2] if a.cell() // 3 < b.cell() // 3 else SIDE_WORDS[3]
-    question = _T["relation"].format(a=f"{a.colour} {a.shape}", b=f"{b.colour} {b.shape}")
+    question = t["relation"].format(a=f"{a.colour} {a.shape}", b=f"{b.colour} {b.shape}")
     return _one(ctx, objs, question, side, "relation")
 
 
-def background(ctx: Ctx) -> Draft:
+def background(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     scene = Scene(tuple(arrange(ctx.rng, random_objects(ctx.rng, ctx.n_objects(0, 3)))),
                   ctx.domain())
-    return Draft([scene], f"{IMAGE}\n{_T['background']}", scene.domain, (),
+    return Draft([scene], f"{IMAGE}\n{t['background']}", scene.domain, (),
                  meta={"family": "background"})
 
 
-def quality(ctx: Ctx) -> Draft:
+def quality(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     objs = list(arrange(ctx.rng, random_objects(ctx.rng, ctx.n_objects(1, 4))))
     kind, effects, occluders = _degraded(ctx, 6 / 7)
-    return _one(ctx, objs, _T["quality"], QUALITY_WORDS[kind], "quality", effects=effects,
+    return _one(ctx, objs, t["quality"], QUALITY_WORDS[kind], "quality", effects=effects,
                 occluders=occluders)
 
 
-def bars(ctx: Ctx) -> Draft:
+def bars(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     colours = sample(rng, COLOURS, int(rng.integers(2, 6)))
     values = [int(v) for v in rng.choice(10, size=len(colours), replace=False) + 1]
     chart = tuple(zip(colours, values))
     if coin(rng):
         c, v = pick(rng, chart)
-        question, answer = _T["bar_height"].format(colour=c), str(v)
+        question, answer = t["bar_height"].format(colour=c), str(v)
     else:
-        question, answer = _T["bar_top"], colours[values.index(max(values))]
+        question, answer = t["bar_top"], colours[values.index(max(values))]
     return _one(ctx, (), question, answer, "bars", bars=chart)
 
 
-def tags(ctx: Ctx) -> Draft:
+def tags(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     objs = distinct_objects(ctx, 2, 4)
     objs = [replace(o, size="large", r=RADIUS["large"], label=str(t))
             for o, t in zip(arrange(rng, objs), sample(rng, range(1, 10), len(objs)))]
     o = pick(rng, objs)
     if coin(rng):
-        question, answer = _T["tag_of"].format(**_named(o)), o.label
+        question, answer = t["tag_of"].format(**_named(o)), o.label
     else:
-        question, answer = _T["tag_shape"].format(tag=o.label), o.shape
+        question, answer = t["tag_shape"].format(tag=o.label), o.shape
     return _one(ctx, objs, question, answer, "tags")
 
 
@@ -305,7 +355,7 @@ def _picture_count(ctx: Ctx) -> int:
     return int(ctx.rng.integers(2, 5))
 
 
-def multi_which(ctx: Ctx) -> Draft:
+def multi_which(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     n = _picture_count(ctx)
     target = random_objects(rng, 1)[0]
@@ -316,11 +366,11 @@ def multi_which(ctx: Ctx) -> Draft:
         if i == k:
             objs[-1] = target
         scenes.append(Scene(arrange(rng, objs), ctx.domain()))
-    return _pictures(ctx, scenes, _T["multi_which"].format(**_named(target)), str(k + 1),
+    return _pictures(ctx, scenes, t["multi_which"].format(**_named(target)), str(k + 1),
                      "multi_which")
 
 
-def multi_count(ctx: Ctx) -> Draft:
+def multi_count(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     s = pick(rng, SHAPES)
     has = [coin(rng) for _ in range(_picture_count(ctx))]
@@ -330,32 +380,32 @@ def multi_count(ctx: Ctx) -> Draft:
         if h:
             objs.append(Obj(s, pick(rng, COLOURS), pick(rng, SIZES), pick(rng, FILLS)))
         scenes.append(Scene(arrange(rng, shuffled(rng, objs)), ctx.domain()))
-    return _pictures(ctx, scenes, _T["multi_count"].format(shape=s), str(sum(has)),
+    return _pictures(ctx, scenes, t["multi_count"].format(shape=s), str(sum(has)),
                      "multi_count")
 
 
-def multi_attr(ctx: Ctx) -> Draft:
+def multi_attr(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     scenes = [Scene(tuple(distinct_objects(ctx, 1, 3)), ctx.domain())
               for _ in range(_picture_count(ctx))]
     k = int(rng.integers(len(scenes)))
     if coin(rng):
         o = pick(rng, scenes[k].objects)
-        question, answer = _T["multi_colour"].format(shape=o.shape, k=k + 1), o.colour
+        question, answer = t["multi_colour"].format(shape=o.shape, k=k + 1), o.colour
     else:
-        question, answer = _T["multi_number"].format(k=k + 1), str(len(scenes[k].objects))
+        question, answer = t["multi_number"].format(k=k + 1), str(len(scenes[k].objects))
     return _pictures(ctx, scenes, question, answer, "multi_attr")
 
 
-def multi_more(ctx: Ctx) -> Draft:
+def multi_more(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     counts = [ctx.n_objects(0, 8) for _ in range(2)]
     scenes = [Scene(arrange(rng, random_objects(rng, m)), ctx.domain()) for m in counts]
-    answer = "1" if counts[0] > counts[1] else "2" if counts[1] > counts[0] else _T["equal"]
-    return _pictures(ctx, scenes, _T["multi_more"], answer, "multi_more")
+    answer = "1" if counts[0] > counts[1] else "2" if counts[1] > counts[0] else t["equal"]
+    return _pictures(ctx, scenes, t["multi_more"], answer, "multi_more")
 
 
-def multi_same(ctx: Ctx) -> Draft:
+def multi_same(ctx: Ctx, t: Mapping[str, str] = _T) -> Draft:
     rng = ctx.rng
     objs = distinct_objects(ctx, 1, 3)
     domain = ctx.domain()
@@ -371,7 +421,7 @@ def multi_same(ctx: Ctx) -> Draft:
             other[i] = replace(objs[i], **{kind: pick(rng, [v for v in pool
                                                              if v != getattr(objs[i], kind)])})
     scenes = [Scene(tuple(objs), domain), Scene(tuple(other), domain)]
-    return _pictures(ctx, scenes, _T["multi_same"], _T["yes"] if same else _T["no"], "multi_same")
+    return _pictures(ctx, scenes, t["multi_same"], t["yes"] if same else t["no"], "multi_same")
 
 
 SINGLE_FAMILIES: Mapping[str, Callable[[Ctx], Draft]] = MappingProxyType({
@@ -379,6 +429,120 @@ SINGLE_FAMILIES: Mapping[str, Callable[[Ctx], Draft]] = MappingProxyType({
                             exists, relation, background, quality, bars, tags)})
 MULTI_FAMILIES: Mapping[str, Callable[[Ctx], Draft]] = MappingProxyType({
     f.__name__: f for f in (multi_which, multi_count, multi_attr, multi_more, multi_same)})
+FORMAT_FAMILIES: Mapping[str, Callable[..., Draft]] = MappingProxyType({
+    name: f for name, f in {**SINGLE_FAMILIES, **MULTI_FAMILIES}.items() if name != "describe"})
+
+
+# ---------------------------------------------------------------------------------------------
+# the same questions in the answer formats of the client tasks
+
+FORMATS = ("choice", "letter", "id", "verdict", "open")
+"""Answer formats of ``synth-public-formats``: a choice list (gold: the option), lettered
+options (gold: the letter), numbered options (gold: the id), a proposed answer to judge (gold:
+a verdict word), or a single word or number."""
+VERDICTS = (TRUE_FALSE, YES_NO, ("Positive", "Negative"))
+PICTURE_LABELS = ("number", "letter", "ordinal", "plain")
+ORDINALS = ("first", "second", "third", "fourth")
+#: Families whose answer is a picture number (besides "equal").
+PICTURE_ANSWERS = ("multi_which", "multi_more")
+#: Extra drafts of the same family read for distractor answers.
+DISTRACTOR_DRAWS = 8
+
+_F = MappingProxyType({
+    "question": "Question: {question}",
+    "choose": DEMON_CHOOSE,
+    "id_suffix": "Print only the answer with a single answer id ({ids}).",
+    "proposed": "Proposed answer: {answer}.",
+    "judge": "Is the proposed answer right?",
+    "statement": "Statement: the answer is {answer}.",
+    "decide": "Decide whether the statement is true.",
+    "judge_positive": "Answer Positive if it is right and Negative if it is not.",
+    "open": "Answer the question using a single word or number.",
+    "number": "Image {k}:{image}",
+    "letter": "Image {k}:{image}",
+    "ordinal": "The {k} image: {image}",
+})
+
+
+def _picture_label(style: str, k: int) -> tuple[str, str]:
+    """(prompt line, answer text) of picture ``k`` (0-based) under a labelling ``style``."""
+    if style == "number":
+        return _F["number"].format(k=k + 1, image=IMAGE), f"Image {k + 1}"
+    if style == "letter":
+        return _F["letter"].format(k=LETTERS[k], image=IMAGE), f"Image {LETTERS[k]}"
+    if style == "ordinal":
+        return (_F["ordinal"].format(k=ORDINALS[k], image=IMAGE),
+                f"{ORDINALS[k].capitalize()} image")
+    return IMAGE, str(k + 1)
+
+
+def _options(ctx: Ctx, family: Callable[..., Draft], draft: Draft, answer: str,
+             labels: Sequence[str]) -> list[str]:
+    """The gold answer and up to four distractors, in display order.
+
+    Picture-number answers choose among the pictures' labels; every other family borrows the
+    answers of a few more drafts of itself that are numbers exactly when the gold answer is (so
+    a distractor is an answer the same question could get)."""
+    rng, name = ctx.rng, draft.meta["family"]
+    if name in PICTURE_ANSWERS:
+        pool = [*labels, *([_T["equal"]] if name == "multi_more" else [])]
+    else:
+        pool = [answer]
+        for _ in range(DISTRACTOR_DRAWS):
+            other = family(ctx, _Q)
+            if (other.meta["family"] == name and other.answer not in pool
+                    and other.answer.isdigit() == answer.isdigit()):
+                pool.append(other.answer)
+    others = [a for a in pool if a != answer]
+    keep = min(len(others), int(rng.integers(1, 5)))
+    options = [answer, *sample(rng, others, keep)]
+    if all(o.isdigit() for o in options):
+        return sorted(options, key=int)
+    return shuffled(rng, options)
+
+
+def public_formats(ctx: Ctx) -> Draft:
+    """synth-public-formats: a public question of any family but ``describe``, on one to four
+    pictures, in one of :data:`FORMATS`; several pictures are labelled by number, letter,
+    ordinal or not at all, and a picture answer is that label."""
+    rng = ctx.rng
+    family = pick(rng, tuple(FORMAT_FAMILIES.values()))
+    draft = family(ctx, _Q)
+    name = draft.meta["family"]
+    question = draft.prompt.rsplit("\n", 1)[-1]
+    n = len(draft.scenes)
+    style = ("plain" if n == 1 else
+             pick(rng, ("number", "plain") if name == "multi_attr" else PICTURE_LABELS))
+    lines, labels = zip(*(_picture_label(style, k) for k in range(n)))
+    answer = draft.answer
+    if name in PICTURE_ANSWERS and answer.isdigit():
+        answer = labels[int(answer) - 1]
+    options = _options(ctx, family, draft, answer, labels)
+    fmt = pick(rng, FORMATS) if len(options) > 1 else "open"  # no distractor: ask it open
+    asked = _F["question"].format(question=question)
+    if fmt == "open":
+        text, gold = f"{asked}\n{_F['open']}", answer
+    else:
+        if fmt == "choice":
+            text, gold = f"{asked} {_F['choose']}\n{choice_list(options)}", answer
+        elif fmt == "letter":
+            text, gold = f"{asked}\n{letter_options(options)}", LETTERS[options.index(answer)]
+        elif fmt == "id":
+            ids = [str(i + 1) for i in range(len(options))]
+            numbered = [f"{i}. {o}" for i, o in zip(ids, options)]
+            text = "\n".join([asked, *numbered, _F["id_suffix"].format(ids=",".join(ids))])
+            gold = ids[options.index(answer)]
+        else:
+            proposed = answer if coin(rng) else pick(rng, [o for o in options if o != answer])
+            verdict = pick(rng, VERDICTS)
+            claim, judge = pick(rng, (("proposed", "judge"), ("statement", "decide")))
+            if verdict[0] == "Positive":
+                judge = "judge_positive"
+            text = "\n".join([asked, _F[claim].format(answer=proposed),
+                              f"{_F[judge]}\n{choice_list(verdict)}"])
+            gold = verdict[0] if proposed == answer else verdict[1]
+    meta = {"family": name, "format": fmt}
+    return Draft(list(draft.scenes), "\n".join([*lines, text]), gold, (), meta=meta)
 
 
 def public_open(ctx: Ctx) -> Draft:
@@ -394,8 +558,10 @@ def public_multi(ctx: Ctx) -> Draft:
 GENERATORS: Mapping[str, Callable[[Ctx], Draft]] = MappingProxyType({
     "synth-public-open": public_open,
     "synth-public-multi": public_multi,
+    "synth-public-formats": public_formats,
 })
 
-TEXTS: tuple[str, ...] = (*_T.values(), *QUALITY_WORDS.values(), *STATE_WORDS.values(),
-                          *SIDE_WORDS, *DOMAINS)
+TEXTS: tuple[str, ...] = (*_T.values(), *_Q.values(), *_F.values(), *QUALITY_WORDS.values(),
+                          *STATE_WORDS.values(), *SIDE_WORDS, *DOMAINS, *ORDINALS,
+                          *(o.capitalize() for o in ORDINALS), *VERDICTS[2])
 """Every literal word of the public split (part of :func:`drake.synth.vocabulary`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from functools import cache
 
@@ -153,3 +154,94 @@ def test_public_split_covers_every_family_with_short_open_answers():
             assert "Choice list" not in s["prompt"] and "Tell me" in s["prompt"]
             if json.loads(s["meta"])["family"] != "describe":
                 assert 1 <= len(s["answer"].split()) <= 3, s["answer"]
+
+
+def _formats_samples(count: int = 600) -> list[dict]:
+    return [generate_sample("synth-public-formats", "public", i, seed=0) for i in range(count)]
+
+
+def _options_of(prompt: str, fmt: str) -> list[str]:
+    """The displayed options of a synth-public-formats prompt, in order."""
+    if fmt in ("choice", "verdict"):
+        return prompt.rsplit("Choice list:[", 1)[1].split("]. Your answer is:")[0].split(", ")
+    marker = re.compile(r"^([A-E]|[1-5])\. (.+)$")
+    return [m.group(2) for line in prompt.split("\n") if (m := marker.match(line))]
+
+
+def test_public_formats_cover_every_format_and_family_with_consistent_gold():
+    from drake.synth.public import FORMAT_FAMILIES, FORMATS
+
+    samples = _formats_samples()
+    metas = [json.loads(s["meta"]) for s in samples]
+    assert {m["format"] for m in metas} == set(FORMATS)
+    assert {m["family"] for m in metas} == set(FORMAT_FAMILIES)
+    for s, m in zip(samples, metas):
+        prompt, gold, fmt = s["prompt"], s["answer"], m["format"]
+        assert prompt.count("<image>") == len(s["images"]) and "Tell me" not in prompt
+        assert re.search(r"^Question: [^?\n]+\?", prompt, flags=re.M), prompt
+        options = _options_of(prompt, fmt)
+        if fmt == "choice":
+            assert gold in options and len(options) == len(set(options)) >= 2
+        elif fmt == "letter":
+            assert gold in "ABCDE"[: len(options)] and len(options) >= 2
+        elif fmt == "id":
+            assert 1 <= int(gold) <= len(options) and f"({','.join(str(i + 1) for i in range(len(options)))})" in prompt
+        elif fmt == "verdict":
+            assert options in (["True", "False"], ["Yes", "No"], ["Positive", "Negative"])
+            assert gold in options
+        if m["family"] in ("multi_which", "multi_more") and fmt == "choice":
+            # a picture answer is one of the pictures' labels as the prompt shows them
+            labelled = re.findall(r"^Image (\w):<image>$", prompt, flags=re.M)
+            if labelled and gold != "equal":
+                assert gold in [f"Image {k}" for k in labelled]
+
+
+def test_public_formats_gold_reads_the_scene():
+    """Colour questions in every format: the gold picks the colour of the named shape."""
+    from drake.synth.scene import Scene
+
+    checked = 0
+    for s in _formats_samples(900):
+        m = json.loads(s["meta"])
+        if m["family"] != "colour":
+            continue
+        shape = re.search(r"Question: Which colour does the (\w+) have\?", s["prompt"]).group(1)
+        (scene,) = [Scene.from_summary(r) for r in m["scenes"]]
+        truth = next(o.colour for o in scene.objects if o.shape == shape)
+        options, gold, fmt = _options_of(s["prompt"], m["format"]), s["answer"], m["format"]
+        if fmt == "letter":
+            assert options["ABCDE".index(gold)] == truth
+        elif fmt == "id":
+            assert options[int(gold) - 1] == truth
+        elif fmt == "verdict":
+            proposed = re.search(r"(?:Proposed answer|the answer is):? (\w+)\.", s["prompt"]).group(1)
+            assert (gold in ("True", "Yes", "Positive")) == (proposed == truth)
+        else:
+            assert gold == truth
+        checked += 1
+    assert checked >= 20
+
+
+def test_public_questions_never_repeat_a_client_or_unseen_question():
+    """The public split re-uses the client tasks' answer formats, never their questions."""
+    from drake.synth import SYNTH_TASKS
+
+    from drake.synth.scene import COLOURS, SHAPES
+
+    named = re.compile(r"\b(?:%s)s?\b|\b\d+\b" % "|".join([*SHAPES, *COLOURS, "crosse"]))
+
+    def questions(prompt: str) -> set[str]:
+        """Question sentences with colours, shapes and numbers masked (templates, not fills)."""
+        return {named.sub("_", q) for q in re.findall(r"[A-Z][^?.:\n]*\?", prompt)}
+
+    public = set()
+    for task in ("synth-public-open", "synth-public-multi", "synth-public-formats"):
+        for i in range(300):
+            public |= questions(generate_sample(task, "public", i, seed=0)["prompt"])
+    assert len(public) > 25
+    for task, spec in SYNTH_TASKS.items():
+        if spec.group in ("public",):
+            continue
+        for i in range(40):
+            shared = public & questions(generate_sample(task, "train", i, seed=0)["prompt"])
+            assert not shared, (task, shared)
