@@ -26,6 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from transformers import GenerationConfig
+from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from drake.errors import SchemaError
 from drake.models.zoo import ModelInfo
@@ -273,14 +274,14 @@ class ModelBundle:
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         return self.model(**inputs, use_cache=False, **kwargs)
 
-    def _label_logits(self, batch: Mapping[str, torch.Tensor]
+    def _label_logits(self, batch: Mapping[str, torch.Tensor], **kwargs: Any
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Logits that predict the labelled tokens, with those labels and their batch rows.
 
         Only the positions that predict a label go through the LM head (answers are a few tokens
         of a long prompt), which saves most of its cost with large vocabularies.
         """
-        out = self._forward(batch, output_hidden_states=True, logits_to_keep=1)
+        out = self._forward(batch, output_hidden_states=True, logits_to_keep=1, **kwargs)
         hidden = out.hidden_states[-1][:, :-1]
         labels = batch["labels"][:, 1:]
         mask = labels != IGNORE_INDEX
@@ -363,15 +364,39 @@ class ModelBundle:
                 rows.append((index, self._encode(sample, answer=str(choice), eos=False)))
         scores: list[list[float]] = [[] for _ in samples]
         with self._inference():
+            features = self._image_features(samples, {index for index, _ in rows}, batch_size)
             for chunk in _chunks(rows, batch_size):
-                batch = self._pad([enc for _, enc in chunk], left=False, with_labels=True)
-                logits, labels, rows = self._label_logits(batch)
+                batch = self._pad([_Encoded(enc.ids, enc.labels, []) for _, enc in chunk],
+                                  left=False, with_labels=True)
+                pictures = [f for index, _ in chunk for f in features.get(index, [])]
+                extra = ({"mm_encoder_outputs": {"image": BaseModelOutputWithPooling(
+                    pooler_output=pictures)}} if pictures else {})
+                logits, labels, rows_of = self._label_logits(batch, **extra)
                 picked = torch.log_softmax(logits, dim=-1).gather(-1, labels[:, None])[:, 0]
                 sums = torch.zeros(len(chunk), dtype=picked.dtype, device=picked.device)
-                sums.index_add_(0, rows, picked)
+                sums.index_add_(0, rows_of, picked)
                 for (index, _), value in zip(chunk, sums.tolist()):
                     scores[index].append(float(value))
         return scores
+
+    def _image_features(self, samples: Sequence[Mapping[str, Any]], wanted: set[int],
+                        batch_size: int | None) -> dict[int, list[torch.Tensor]]:
+        """Projected image features of the samples ``wanted``, computed once per picture: every
+        option of a multiple-choice sample reuses them (the vision tower and the projector carry
+        no adapters, so they are the same under any adapter)."""
+        order = [i for i in sorted(wanted) if samples[i].get("images")]
+        pictures = [(i, image) for i in order for image in samples[i]["images"]]
+        if not pictures:
+            return {}
+        base = _base_llava(self.model)
+        device, dtype = self.device, _float_dtype(self.model)
+        out: dict[int, list[torch.Tensor]] = {i: [] for i in order}
+        for chunk in _chunks(pictures, batch_size):
+            pixels = self._pixel_fn([image for _, image in chunk]).to(device, dtype)
+            feats = base.model.get_image_features(pixel_values=pixels, return_dict=True)
+            for (i, _), feat in zip(chunk, feats.pooler_output):
+                out[i].append(feat)
+        return out
 
     def last_hidden(self, samples: Sequence[Mapping[str, Any]], *,
                     batch_size: int | None = None) -> torch.Tensor:
@@ -395,6 +420,12 @@ def _chunks(items: Sequence[Any], size: int | None) -> Iterator[Sequence[Any]]:
     step = len(items) if size is None else size
     for start in range(0, len(items), max(step, 1)):
         yield items[start:start + step]
+
+
+def _base_llava(model: torch.nn.Module) -> torch.nn.Module:
+    """The ``...ForConditionalGeneration`` under any adapter wrapper."""
+    base = getattr(model, "get_base_model", None)
+    return base() if base is not None else model
 
 
 def _base_config(model: torch.nn.Module) -> Any:
