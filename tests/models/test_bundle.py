@@ -155,3 +155,23 @@ def test_instruction_first_reads_the_question_before_the_pictures():
                                     + prompt + " ASSISTANT:")
     # nothing to read first without a picture
     assert first.render("Is it true?") == plain.render("Is it true?")
+
+
+def test_choice_logliks_reuse_picture_features_and_match_the_plain_forward(llama_bundle, samples):
+    """Each picture's features are computed once for all options; the scores equal those of a
+    forward pass that carries the pictures with every option row."""
+    import torch.nn.functional as F
+
+    got = llama_bundle.choice_logliks(samples, batch_size=3)
+    for sample, scores in zip(samples, got):
+        assert len(scores) == len(sample["choices"])
+        for choice, score in zip(sample["choices"], scores):
+            batch = llama_bundle._pad([llama_bundle._encode(sample, answer=choice, eos=False)],
+                                      left=False, with_labels=True)
+            with torch.no_grad():
+                logits = llama_bundle.model(**{k: v for k, v in batch.items()
+                                               if k != "labels"}).logits[0, :-1]
+            labels = batch["labels"][0, 1:]
+            keep = labels != -100
+            want = F.log_softmax(logits[keep].float(), -1).gather(-1, labels[keep][:, None]).sum()
+            assert abs(score - float(want)) < 1e-4, (sample["id"], choice)
