@@ -21,7 +21,8 @@ Three tasks:
 
 The family is drawn uniformly. Scenes that a question looks objects up in hold pairwise distinct
 shapes and colours, so "the triangle" or "the red shape" names exactly one object. The ``objects``
-knob caps every family's object count, which is how pretraining draws an easier early pool.
+knob caps every family's object count (``multi_count`` caps the other shapes and adds the
+counted one on top), which is how pretraining draws an easier early pool.
 Each sample's ``meta`` records the family (and the format) and the scenes (``meta["scenes"]``),
 which is all the vision tower's pretraining targets are made of (:mod:`drake.models.vision`).
 No public question repeats a client or unseen task's question template

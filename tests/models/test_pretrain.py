@@ -157,11 +157,16 @@ def test_language_loss_is_answer_ce_plus_grounding(vision_root):
 def test_easy_pool_caps_objects():
     from drake.models.pretrain import EASY_OBJECTS, _train_set
 
-    easy, full = _train_set(seed=0, size=40)
-    assert len(easy) + len(full) == 40 and easy
+    easy, full = _train_set(seed=0, size=120)
+    assert len(easy) + len(full) == 120 and easy
+    assert {s["task"] for s in easy} == {s["task"] for s in full} == {
+        "synth-public-open", "synth-public-multi", "synth-public-formats"}
     for sample in easy:
-        for scene in json.loads(sample["meta"])["scenes"]:
-            assert len(scene["objects"]) <= EASY_OBJECTS
+        meta = json.loads(sample["meta"])
+        # multi_count caps the other shapes and adds the counted one on top
+        cap = EASY_OBJECTS + (meta["family"] == "multi_count")
+        for scene in meta["scenes"]:
+            assert len(scene["objects"]) <= cap
     assert {json.loads(s["meta"])["family"] for s in easy} & {"where", "colour", "shape"}
 
 
