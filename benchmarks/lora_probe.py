@@ -28,6 +28,22 @@ def accuracy(bundle, samples: Sequence[dict[str, Any]], batch: int = 32) -> floa
     return 100.0 * right / len(samples)
 
 
+def open_scores(bundle, samples: Sequence[dict[str, Any]], batch: int = 32
+                ) -> tuple[float, float]:
+    """Token F1 and exact match (both in percent) of greedy answers to open-ended ``samples``,
+    the metrics FedMosaic scores DRAKE's open-ended tasks with."""
+    from evaluators import token_f1
+
+    longest = max(len(bundle.tokenizer(s["answer"], add_special_tokens=False)["input_ids"])
+                  for s in samples)
+    outputs: list[str] = []
+    for i in range(0, len(samples), batch):
+        outputs += bundle.generate(list(samples[i:i + batch]), max_new_tokens=longest + 2)
+    answers = [s["answer"] for s in samples]
+    exact = 100.0 * float(np.mean([o.strip() == a.strip() for o, a in zip(outputs, answers)]))
+    return token_f1(outputs, answers), exact
+
+
 def lora_bundle(model: str, model_cache: str | None, seed: int, *, full: bool = False,
                 train_vision: bool = False):
     """A pretrained tiny model (the shipped weights when ``model_cache`` is None) with a fresh

@@ -101,8 +101,10 @@ CALIBRATION_FILE = Path(__file__).resolve().parent / "synth" / "calibration.json
 def calibration_table(spec: BenchmarkSpec, path: Path = CALIBRATION_FILE) -> str:
     """The measured per-task learnability of drake-synth as markdown, from ``path``.
 
-    One row per multiple-choice client task: chance, held-out accuracy before training and at
-    each measured step, and the knobs it was measured at. Open-ended tasks are listed as such.
+    One row per client task: for a multiple-choice task chance, held-out accuracy before
+    training and at each measured step, and the knobs it was measured at; for an open-ended task
+    token F1 at the same steps (its gain is over the untrained model, as it has no chance level)
+    and exact match before and after.
     """
     record = json.loads(path.read_text())
     settings, rows = record["settings"], record["tasks"]
@@ -114,7 +116,8 @@ def calibration_table(spec: BenchmarkSpec, path: Path = CALIBRATION_FILE) -> str
         f"--test {settings['test']}` on `{settings['model']}` (the shipped weights): a fresh LoRA (the zoo's defaults, lr "
         f"{settings['lr']}, batch {settings['batch_size']}) trains on {settings['train_size']} "
         f"samples of one task; {settings['test']} held-out samples are scored by option "
-        "likelihood. Gain is the last accuracy minus chance, in points; with "
+        "likelihood (open-ended tasks: greedy answers, token F1 and exact match). Gain is the "
+        "last accuracy minus chance (open-ended: minus the untrained score), in points; with "
         f"{settings['test']} test samples one standard error at 50% accuracy is "
         f"{100 * (0.25 / settings['test']) ** 0.5:.1f} points.",
         "", head, "|---|---|---|" + "---|" * len(steps) + "---|---|---|"]
@@ -122,13 +125,20 @@ def calibration_table(spec: BenchmarkSpec, path: Path = CALIBRATION_FILE) -> str
     for client in spec.clients:
         for task in client.tasks:
             if task not in rows:
-                lines.append(f"| {client.id} | {task} | open-ended, not measured |"
+                lines.append(f"| {client.id} | {task} | not measured |"
                              + " |" * (len(steps) + 3))
                 continue
             row = rows[task]
+            lo, hi = row["knobs"]["objects"]
+            if row["chance"] is None:  # open-ended: token F1, gain over the untrained model
+                gain = row["curve"][-1] - row["curve"][0]
+                lines.append(f"| {client.id} | {task} | token F1 | "
+                             + " | ".join(f"{a:.1f}" for a in row["curve"])
+                             + f" | {gain:+.1f} (exact match {row['exact'][0]:.1f} -> "
+                             f"{row['exact'][-1]:.1f}) | {row['knobs']['closeness']} | {lo}-{hi} |")
+                continue
             gain = row["curve"][-1] - row["chance"]
             gains.append((gain, row["curve"][-1]))
-            lo, hi = row["knobs"]["objects"]
             lines.append(f"| {client.id} | {task} | {row['chance']:.1f} | "
                          + " | ".join(f"{a:.1f}" for a in row["curve"])
                          + f" | {gain:+.1f} | {row['knobs']['closeness']} | {lo}-{hi} |")
@@ -137,9 +147,10 @@ def calibration_table(spec: BenchmarkSpec, path: Path = CALIBRATION_FILE) -> str
 
 
 def _gain_sentence(rows: list[tuple[float, float]]) -> str:
-    """``rows``: (gain over chance, final accuracy) per measured task."""
+    """``rows``: (gain over chance, final accuracy) per measured multiple-choice task."""
     gains = [g for g, _ in rows]
-    return (f"{sum(g >= 15 for g in gains)} of {len(gains)} measured tasks gain 15 points or "
+    return (f"{sum(g >= 15 for g in gains)} of {len(gains)} multiple-choice tasks gain 15 "
+            "points or "
             f"more over chance ({sum(g >= 10 for g in gains)} gain 10 or more, "
             f"{sum(a > 95 for _, a in rows)} end above 95%); the mean gain is "
             f"{sum(gains) / len(gains):+.1f} points.")
@@ -149,7 +160,8 @@ def calibration_summary(path: Path = CALIBRATION_FILE) -> str:
     """One sentence on how learnable drake-synth is for the tiny models, from ``path``."""
     rows = json.loads(path.read_text())["tasks"].values()
     return ("drake-synth learnability (DATASET_CARD.md): "
-            + _gain_sentence([(r["curve"][-1] - r["chance"], r["curve"][-1]) for r in rows])
+            + _gain_sentence([(r["curve"][-1] - r["chance"], r["curve"][-1]) for r in rows
+                              if r["chance"] is not None])
             + " Where a task stays at chance, method differences are format learning and noise.")
 
 

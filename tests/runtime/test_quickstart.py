@@ -51,4 +51,4 @@ def test_quickstart_command_prints_the_table_and_the_learnability_caveat(tmp_pat
     assert main(["quickstart", "--out", str(tmp_path), "--methods", "sft"]) == 0
     out = capsys.readouterr().out
     assert "36.9" in out and "29.8" in out
-    assert "measured tasks gain 15 points or more over chance" in out
+    assert "multiple-choice tasks gain 15 points or more over chance" in out
