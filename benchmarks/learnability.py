@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from lora_probe import accuracy, lora_bundle, train
+from lora_probe import accuracy, lora_bundle, open_scores, train
 
 LOOKUP_PROBE = "probe-colour-lookup"
 """Not a drake-synth task: public pictures of one to four shapes (distinct shapes and colours)

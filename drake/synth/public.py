@@ -36,6 +36,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from drake.synth.common import Ctx, Draft, random_objects
+from drake.synth.relation import DEMON_CHOOSE
 from drake.synth.scene import (
     COLOURS,
     DOMAINS,
@@ -48,7 +49,6 @@ from drake.synth.scene import (
     Scene,
     arrange,
 )
-from drake.synth.relation import DEMON_CHOOSE
 from drake.synth.text import (
     IMAGE,
     LETTERS,

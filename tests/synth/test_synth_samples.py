@@ -225,10 +225,10 @@ def test_public_formats_gold_reads_the_scene():
 def test_public_questions_never_repeat_a_client_or_unseen_question():
     """The public split re-uses the client tasks' answer formats, never their questions."""
     from drake.synth import SYNTH_TASKS
-
     from drake.synth.scene import COLOURS, SHAPES
 
-    named = re.compile(r"\b(?:%s)s?\b|\b\d+\b" % "|".join([*SHAPES, *COLOURS, "crosse"]))
+    words = "|".join([*SHAPES, *COLOURS, "crosse"])
+    named = re.compile(rf"\b(?:{words})s?\b|\b\d+\b")
 
     def questions(prompt: str) -> set[str]:
         """Question sentences with colours, shapes and numbers masked (templates, not fills)."""
