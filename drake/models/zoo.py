@@ -81,8 +81,8 @@ _REAL_LORA = _lora(128, 256, 0.05)
 _TINY_LORA = _lora(8, 16, 0.0)
 
 _ENTRIES = (
-    ModelInfo("tiny-llava-llama", None, "llama", 0, True, _TINY_LORA, "0.2M"),
-    ModelInfo("tiny-llava-qwen", None, "qwen", 1, True, _TINY_LORA, "0.5M"),
+    ModelInfo("tiny-llava-llama", None, "llama", 0, True, _TINY_LORA, "2.4M"),
+    ModelInfo("tiny-llava-qwen", None, "qwen", 1, True, _TINY_LORA, "2.5M"),
     ModelInfo("qwen2.5-0.5b-vl", "thkim0305/qwen2.5_0.5B_vl", "qwen", 2, False, _REAL_LORA, "0.5B"),
     ModelInfo("llama3.2-1b-vl", "thkim0305/llama3.2_1B_vl", "llama", 3, False, _REAL_LORA, "1B"),
     ModelInfo("qwen2.5-1.5b-vl", "thkim0305/qwen2.5_1.5B_vl", "qwen", 4, False, _REAL_LORA, "1.5B"),

@@ -78,3 +78,12 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "xdg" / "drake" / "models"
     monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "dc"))
     assert cache_dir() == tmp_path / "dc" / "models"
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_tiny_parameter_counts_are_what_the_zoo_lists(name):
+    from drake.models import load_model
+
+    model = load_model(name, pretrained=False, seed=0).model
+    count = sum(p.numel() for p in model.parameters())
+    assert ZOO[name].params == f"{count / 1e6:.1f}M"
