@@ -26,8 +26,8 @@ WEIGHTS_FILE = "model.safetensors"
 
 #: sha256 of each shipped ``model.safetensors``.
 SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({
-    "tiny-llava-llama": "597472d68e36d9bb138613e70a0fc7b2c49b65820ca5a68042d05daae9a76aad",
-    "tiny-llava-qwen": "9e43661a661a3586e40813468d6af8f25814b9cda0d67853feac64d1e051a9d8",
+    "tiny-llava-llama": "a31d5cac94233c5e0d732e90cb36f6d39b19fc55388a50bbda0382c314f4ab27",
+    "tiny-llava-qwen": "b232fe8f758edd7fe2ff543860bc2402d7547c2362a52cc7dc9a3dc5186b318f",
 })
 
 
