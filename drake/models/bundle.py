@@ -357,27 +357,71 @@ class ModelBundle:
         over the option's tokens (no end-of-sequence token), as lm-evaluation-harness scores
         multiple choice; the predicted option is the arg-max. A sample without choices gives
         ``[]``. ``batch_size`` bounds the number of (sample, option) rows per forward pass.
+
+        The prompt is read once per sample, not once per option: a forward pass over the
+        (left-padded) prompts keeps their key/value cache and the logits of the first answer
+        token; options of one token are scored from those logits alone, longer options continue
+        from the cache, one row per option. Each picture's features are computed once as well.
+        The scores equal those of one full forward pass per option (up to float rounding).
         """
-        rows: list[tuple[int, _Encoded]] = []
-        for index, sample in enumerate(samples):
-            for choice in sample.get("choices") or []:
-                rows.append((index, self._encode(sample, answer=str(choice), eos=False)))
         scores: list[list[float]] = [[] for _ in samples]
+        wanted = [i for i, sample in enumerate(samples) if sample.get("choices")]
+        if not wanted:
+            return scores
         with self._inference():
-            features = self._image_features(samples, {index for index, _ in rows}, batch_size)
-            for chunk in _chunks(rows, batch_size):
-                batch = self._pad([_Encoded(enc.ids, enc.labels, []) for _, enc in chunk],
-                                  left=False, with_labels=True)
-                pictures = [f for index, _ in chunk for f in features.get(index, [])]
-                extra = ({"mm_encoder_outputs": {"image": BaseModelOutputWithPooling(
-                    pooler_output=pictures)}} if pictures else {})
-                logits, labels, rows_of = self._label_logits(batch, **extra)
-                picked = torch.log_softmax(logits, dim=-1).gather(-1, labels[:, None])[:, 0]
-                sums = torch.zeros(len(chunk), dtype=picked.dtype, device=picked.device)
-                sums.index_add_(0, rows_of, picked)
-                for (index, _), value in zip(chunk, sums.tolist()):
-                    scores[index].append(float(value))
+            features = self._image_features(samples, set(wanted), batch_size)
+            for chunk in _option_chunks(samples, wanted, batch_size):
+                for index, row in zip(chunk, self._score_options(samples, chunk, features)):
+                    scores[index] = row
         return scores
+
+    def _score_options(self, samples: Sequence[Mapping[str, Any]], chunk: Sequence[int],
+                       features: Mapping[int, list[torch.Tensor]]) -> list[list[float]]:
+        """Option scores of the samples ``chunk`` (see :meth:`choice_logliks`)."""
+        device = self.device
+        prompts = [self._encode(samples[i], answer=None, eos=False) for i in chunk]
+        prompts = [_Encoded(p.ids, p.labels, []) for p in prompts]  # pictures: ``features``
+        batch = self._pad(prompts, left=True, with_labels=False)
+        mask = batch["attention_mask"]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        pictures = [f for i in chunk for f in features.get(i, [])]
+        extra = ({"mm_encoder_outputs": {"image": BaseModelOutputWithPooling(
+            pooler_output=pictures)}} if pictures else {})
+        out = self.model(**batch, position_ids=positions, use_cache=True, logits_to_keep=1,
+                         **extra)
+        first = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        options = [[self._answer_ids(str(c), eos=False, sample_id=samples[i].get("id", "<no id>"))
+                    for c in samples[i]["choices"]] for i in chunk]
+        owner = torch.tensor([k for k, opts in enumerate(options) for _ in opts], device=device)
+        flat = [ids for opts in options for ids in opts]
+        width = max(len(ids) for ids in flat)
+        ids = torch.full((len(flat), width), self.pad_token_id, dtype=torch.long, device=device)
+        keep = torch.zeros((len(flat), width), dtype=torch.bool, device=device)
+        for row, option in enumerate(flat):
+            ids[row, :len(option)] = torch.tensor(option, dtype=torch.long)
+            keep[row, :len(option)] = True
+        if not bool(keep[:, 0].all()):
+            raise ValueError("an option encodes to no token; give every choice some text")
+        total = first[owner].gather(-1, ids[:, :1])[:, 0]
+        if width > 1:  # later tokens continue from the prompt's cache, one row per option
+            cache = out.past_key_values
+            cache.reorder_cache(owner)
+            attention = torch.cat([mask[owner], keep.long()], dim=1)
+            steps = positions[owner, -1:] + 1 + torch.arange(width, device=device)
+            hidden = self.model(input_ids=ids, attention_mask=attention, position_ids=steps,
+                                cache=cache, use_cache=True,
+                                output_hidden_states=True, logits_to_keep=1).hidden_states[-1]
+            later = keep[:, 1:]
+            head = self.model.get_output_embeddings()
+            logp = torch.log_softmax(head(hidden[:, :-1][later]).float(), dim=-1)
+            picked = logp.gather(-1, ids[:, 1:][later][:, None])[:, 0]
+            total = total.index_add(0, torch.nonzero(later, as_tuple=True)[0], picked)
+        values = total.tolist()
+        rows, start = [], 0
+        for opts in options:
+            rows.append([float(v) for v in values[start:start + len(opts)]])
+            start += len(opts)
+        return rows
 
     def _image_features(self, samples: Sequence[Mapping[str, Any]], wanted: set[int],
                         batch_size: int | None) -> dict[int, list[torch.Tensor]]:
@@ -412,6 +456,25 @@ class ModelBundle:
                 out = self._forward(batch, output_hidden_states=True)
                 parts.append(out.hidden_states[-1][:, -1, :].float())
         return torch.cat(parts, dim=0)
+
+
+def _option_chunks(samples: Sequence[Mapping[str, Any]], wanted: Sequence[int],
+                   size: int | None) -> Iterator[list[int]]:
+    """Consecutive samples of ``wanted`` whose options add up to at most ``size`` rows (a
+    sample with more options than ``size`` goes alone)."""
+    if size is not None and size < 1:
+        raise ValueError(f"batch_size must be >= 1 or None, got {size}")
+    chunk: list[int] = []
+    rows = 0
+    for index in wanted:
+        n = len(samples[index]["choices"])
+        if chunk and size is not None and rows + n > size:
+            yield chunk
+            chunk, rows = [], 0
+        chunk.append(index)
+        rows += n
+    if chunk:
+        yield chunk
 
 
 def _chunks(items: Sequence[Any], size: int | None) -> Iterator[Sequence[Any]]:

@@ -144,19 +144,26 @@ def test_overfitting_ranks_gold_first(fresh_llama, samples):
     assert bundle.generate(samples, max_new_tokens=4) == [s["answer"] for s in samples]
 
 
-def test_choice_logliks_reuse_picture_features_and_match_the_plain_forward(llama_bundle, samples):
-    """Each picture's features are computed once for all options; the scores equal those of a
-    forward pass that carries the pictures with every option row."""
+@pytest.mark.parametrize("family", ["llama_bundle", "qwen_bundle"])
+def test_choice_logliks_reuse_picture_features_and_match_the_plain_forward(family, samples,
+                                                                          request):
+    """Each prompt and picture is read once for all options (a key/value cache, left-padded
+    prompts batched); the scores equal those of a forward pass per option that carries the
+    pictures with it."""
     import torch.nn.functional as F
 
-    got = llama_bundle.choice_logliks(samples, batch_size=3)
+    bundle = request.getfixturevalue(family)
+    got = bundle.choice_logliks(samples, batch_size=3)  # one sample a pass
+    together = bundle.choice_logliks(samples)  # left-padded prompts in one pass
+    for row, alone in zip(together, got):
+        assert row == pytest.approx(alone, abs=1e-4)
     for sample, scores in zip(samples, got):
         assert len(scores) == len(sample["choices"])
         for choice, score in zip(sample["choices"], scores):
-            batch = llama_bundle._pad([llama_bundle._encode(sample, answer=choice, eos=False)],
+            batch = bundle._pad([bundle._encode(sample, answer=choice, eos=False)],
                                       left=False, with_labels=True)
             with torch.no_grad():
-                logits = llama_bundle.model(**{k: v for k, v in batch.items()
+                logits = bundle.model(**{k: v for k, v in batch.items()
                                                if k != "labels"}).logits[0, :-1]
             labels = batch["labels"][0, 1:]
             keep = labels != -100
