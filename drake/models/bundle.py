@@ -110,6 +110,9 @@ class ModelBundle:
         self.image_token = image_token
         self.chat = chat or ChatFormat()
         self._pixel_fn = pixel_fn
+        self._features: dict[tuple[str, int], torch.Tensor] = {}
+        self._features_key: tuple = ()
+        self._features_bytes = 0
         pad = tokenizer.pad_token_id
         self.pad_token_id = int(pad if pad is not None else tokenizer.eos_token_id)
         if tokenizer.eos_token_id is None:
@@ -429,18 +432,39 @@ class ModelBundle:
         option of a multiple-choice sample reuses them (the vision tower and the projector carry
         no adapters, so they are the same under any adapter)."""
         order = [i for i in sorted(wanted) if samples[i].get("images")]
-        pictures = [(i, image) for i in order for image in samples[i]["images"]]
-        if not pictures:
+        if not order:
             return {}
         base = _base_llava(self.model)
+        cache = self._feature_cache(base)
+        keys = {i: [(str(samples[i].get("id")), k) if samples[i].get("id") else None
+                    for k in range(len(samples[i]["images"]))] for i in order}
+        todo = [(i, k, image) for i in order for k, image in enumerate(samples[i]["images"])
+                if keys[i][k] not in cache]
         device, dtype = self.device, _float_dtype(self.model)
-        out: dict[int, list[torch.Tensor]] = {i: [] for i in order}
-        for chunk in _chunks(pictures, batch_size):
-            pixels = self._pixel_fn([image for _, image in chunk]).to(device, dtype)
+        fresh: dict[tuple[int, int], torch.Tensor] = {}
+        for chunk in _chunks(todo, batch_size):
+            pixels = self._pixel_fn([image for _, _, image in chunk]).to(device, dtype)
             feats = base.model.get_image_features(pixel_values=pixels, return_dict=True)
-            for (i, _), feat in zip(chunk, feats.pooler_output):
-                out[i].append(feat)
-        return out
+            for (i, k, _), feat in zip(chunk, feats.pooler_output):
+                fresh[i, k] = feat
+                key = keys[i][k]
+                size = feat.numel() * feat.element_size()
+                if key is not None and self._features_bytes + size <= FEATURE_CACHE_BYTES:
+                    cache[key] = feat
+                    self._features_bytes += size
+        return {i: [fresh[i, k] if (i, k) in fresh else cache[key]
+                    for k, key in enumerate(keys[i])] for i in order}
+
+    def _feature_cache(self, base: torch.nn.Module) -> dict[tuple[str, int], torch.Tensor]:
+        """Projected picture features by (sample id, picture index), kept while the vision
+        tower and projector are unchanged: the key is every such parameter's identity, storage
+        and in-place version counter, so any update (an optimizer step, a load) empties it."""
+        modules = [m for m in (getattr(base.model, "vision_tower", None),
+                               getattr(base.model, "multi_modal_projector", None)) if m is not None]
+        key = tuple((id(p), p.data_ptr(), p._version) for m in modules for p in m.parameters())
+        if key != self._features_key:
+            self._features, self._features_key, self._features_bytes = {}, key, 0
+        return self._features
 
     def last_hidden(self, samples: Sequence[Mapping[str, Any]], *,
                     batch_size: int | None = None) -> torch.Tensor:
@@ -456,6 +480,11 @@ class ModelBundle:
                 out = self._forward(batch, output_hidden_states=True)
                 parts.append(out.hidden_states[-1][:, -1, :].float())
         return torch.cat(parts, dim=0)
+
+
+#: Memory a bundle may keep for reused picture features (evaluation reads the same test
+#: pictures for every client and every round).
+FEATURE_CACHE_BYTES = 256 * 2**20
 
 
 def _option_chunks(samples: Sequence[Mapping[str, Any]], wanted: Sequence[int],

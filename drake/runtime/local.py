@@ -194,13 +194,22 @@ class LocalRuntime:
         def answer(samples: Sequence[Mapping[str, Any]], adapters: Mapping[str, float]):
             control.activate(list(adapters), list(adapters.values()))
             bundle.model.eval()
+            scored = ([i for i, s in enumerate(samples) if s["choices"]]
+                      if self.cfg.mc_scoring == "loglik" else [])
+            written = sorted(set(range(len(samples))) - set(scored))
+            out: list[Any] = [None] * len(samples)
             with torch.no_grad():
-                if self.cfg.mc_scoring == "loglik" and all(s["choices"] for s in samples):
-                    lls = bundle.choice_logliks(list(samples))
-                    return [int(np.argmax(ll)) for ll in lls]
-                outputs = bundle.generate(list(samples), max_new_tokens=self.cfg.max_new_tokens)
-            return [match_choice(o, s["choices"]) if s["choices"] else o
-                    for o, s in zip(outputs, samples)]
+                if scored:  # options by likelihood; open questions (and "generate") generated
+                    lls = bundle.choice_logliks([samples[i] for i in scored])
+                    for i, ll in zip(scored, lls):
+                        out[i] = int(np.argmax(ll))
+                if written:
+                    texts = bundle.generate([samples[i] for i in written],
+                                            max_new_tokens=self.cfg.max_new_tokens)
+                    for i, text in zip(written, texts):
+                        out[i] = match_choice(text, samples[i]["choices"]) \
+                            if samples[i]["choices"] else text
+            return out
 
         return answer
 

@@ -7,7 +7,7 @@ import torch
 
 from drake.errors import SchemaError
 from drake.models import clip_pixels
-from drake.models.bundle import IGNORE_INDEX
+from drake.models.bundle import IGNORE_INDEX, _base_llava
 
 
 def _answer_ids(bundle, answer):
@@ -169,3 +169,28 @@ def test_choice_logliks_reuse_picture_features_and_match_the_plain_forward(famil
             keep = labels != -100
             want = F.log_softmax(logits[keep].float(), -1).gather(-1, labels[keep][:, None]).sum()
             assert abs(score - float(want)) < 1e-4, (sample["id"], choice)
+
+
+def test_picture_features_are_reused_until_the_tower_or_projector_changes(fresh_llama, samples):
+    bundle = fresh_llama
+    inner = _base_llava(bundle.model).model
+    calls = []
+    original = inner.get_image_features
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["pixel_values"].shape[0])
+        return original(*args, **kwargs)
+
+    inner.get_image_features = counted
+    first = bundle.choice_logliks(samples)
+    assert calls == [3]  # three pictures in all
+    assert bundle.choice_logliks(samples) == first and calls == [3]  # read from the cache
+    with torch.no_grad():  # an in-place update of the projector empties it
+        next(inner.multi_modal_projector.parameters()).mul_(1.5)
+    changed = bundle.choice_logliks(samples)
+    assert calls == [3, 3] and changed != first
+    # samples without an id are never cached
+    anonymous = [{k: v for k, v in s.items() if k != "id"} for s in samples]
+    bundle.choice_logliks(anonymous)
+    bundle.choice_logliks(anonymous)
+    assert calls == [3, 3, 3, 3]
