@@ -407,7 +407,7 @@ class ModelBundle:
             raise ValueError("an option encodes to no token; give every choice some text")
         total = first[owner].gather(-1, ids[:, :1])[:, 0]
         if width > 1:  # later tokens continue from the prompt's cache, one row per option
-            cache = out.past_key_values
+            cache = out.cache
             cache.reorder_cache(owner)
             attention = torch.cat([mask[owner], keep.long()], dim=1)
             steps = positions[owner, -1:] + 1 + torch.arange(width, device=device)
