@@ -293,14 +293,14 @@ class ModelBundle:
         inputs = {k: v for k, v in batch.items() if k != "labels"}
         return self.model(**inputs, use_cache=False, **kwargs)
 
-    def _label_logits(self, batch: Mapping[str, torch.Tensor], **kwargs: Any
+    def _label_logits(self, batch: Mapping[str, torch.Tensor]
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Logits that predict the labelled tokens, with those labels and their batch rows.
 
         Only the positions that predict a label go through the LM head (answers are a few tokens
         of a long prompt), which saves most of its cost with large vocabularies.
         """
-        out = self._forward(batch, output_hidden_states=True, logits_to_keep=1, **kwargs)
+        out = self._forward(batch, output_hidden_states=True, logits_to_keep=1)
         hidden = out.hidden_states[-1][:, :-1]
         labels = batch["labels"][:, 1:]
         mask = labels != IGNORE_INDEX
