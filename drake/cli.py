@@ -217,7 +217,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     frac=args.frac, mc_scoring=args.mc_scoring, model_mix=args.model_mix,
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
-                    eval_initial=args.eval_initial)
+                    eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
     runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
     results = runtime.run()
     m = results["metrics"]
@@ -380,6 +380,9 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
     p.add_argument("--eval-initial", action="store_true",
                    help="also score the models before training (metrics.jsonl round 0)")
+    p.add_argument("--eval-tasks", choices=["started", "all"], default="started",
+                   help="tasks Self/Others average at each point: those with data arrived by "
+                   "then (default, as the FedMosaic code) or all of the scenario's")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyper-parameter, e.g. --hp lam=0.01")
     p.add_argument("--out", default=None, help="run directory (resumed if it holds a checkpoint)")

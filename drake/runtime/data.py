@@ -109,6 +109,12 @@ class FederatedData:
         if eval_per_task is not None:
             self.test_ids = {t: ids[:eval_per_task] for t, ids in self.test_ids.items()}
 
+    def started_tasks(self, client: int, round_: int) -> list[str]:
+        """The client's own tasks with at least one sample arrived by the end of ``round_``, in
+        stream order: the tasks its Self (and other clients' Others) may score at that point."""
+        arrived = {self._rows[sid]["task"] for sid in self.streams[client].seen(round_)}
+        return [t for t in self.client_tasks[client] if t in arrived]
+
     def sample(self, sid: str) -> Mapping[str, Any]:
         return self._rows[sid]
 

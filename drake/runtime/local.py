@@ -5,7 +5,8 @@ Round r:
   2. each sampled client, in id order, loads its pending server message, trains on batches
      drawn from its episodic memory (all samples streamed to it by round r) and uploads;
   3. at evaluation rounds every client is scored on every task with the adapters it holds right
-     after its local training (as the FedMosaic code evaluates), giving Self and Others;
+     after its local training (as the FedMosaic code evaluates), giving Self and Others over
+     the tasks that have started by then (``eval_tasks="all"``: over every task);
   4. the method aggregates the uploads into per-client messages, delivered at the client's
      next turn;
   5. a checkpoint (safetensors + JSON) is written atomically.
@@ -68,6 +69,10 @@ class RunConfig:
     pretrained: bool = True
     model_cache: str | None = None
     on_client_error: str = "stop"
+    #: Which tasks Self/Others average at each evaluation point: ``started`` (each client's
+    #: tasks with a sample arrived by then, as the FedMosaic code's anytime evaluation) or
+    #: ``all`` (every task of the scenario, arrived or not).
+    eval_tasks: str = "started"
     #: Also score the clients before any training (written to metrics.jsonl as round 0, and
     #: kept out of results.json's curves so that A_last / A_AUC keep the paper's definition).
     eval_initial: bool = False
@@ -76,6 +81,8 @@ class RunConfig:
     def validate(self) -> None:
         if self.mc_scoring not in ("generate", "loglik"):
             raise ValueError(f"mc_scoring must be generate or loglik, got {self.mc_scoring!r}")
+        if self.eval_tasks not in ("started", "all"):
+            raise ValueError(f"eval_tasks must be started or all, got {self.eval_tasks!r}")
         if self.on_client_error not in ("stop", "skip"):
             raise ValueError(f"on_client_error must be stop or skip, got {self.on_client_error!r}")
         if not 0 < self.frac <= 1:
@@ -247,17 +254,20 @@ class LocalRuntime:
                 scores[c][task] = self._score([samples[i] for i in idx], [preds[i] for i in idx])
         return scores
 
-    def _point(self, round_: int, scores: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
-        s, o = self._self_others(scores)
-        return {"round": round_, "self": s, "others": o,
-                "scores": {str(c): dict(v) for c, v in scores.items()}}
-
-    def _self_others(self, scores: Mapping[int, Mapping[str, float]]) -> tuple[float, float]:
+    def _point(self, label: int, round_: int,
+               scores: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
+        """The metrics.jsonl line of the evaluation after training round ``round_``."""
         from evaluators import self_others
 
         tasks = {c: self.data.client_tasks[c] for c in scores}
-        res = self_others({c: dict(s) for c, s in scores.items()}, tasks)
-        return res.self_score, res.others_score
+        started = None
+        point: dict[str, Any] = {"round": label}
+        if self.cfg.eval_tasks == "started":
+            started = {c: self.data.started_tasks(c, round_) for c in scores}
+            point["started"] = {str(c): v for c, v in started.items()}
+        res = self_others({c: dict(s) for c, s in scores.items()}, tasks, started)
+        return {**point, "self": res.self_score, "others": res.others_score,
+                "scores": {str(c): dict(v) for c, v in scores.items()}}
 
     # --- checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, round_: int, records, pending, state: dict[str, Any]) -> None:
@@ -355,7 +365,7 @@ class LocalRuntime:
             comm = {"up": [], "down": []}
             initial = None
             if self.cfg.eval_initial:
-                initial = self._point(0, self.evaluate(records, 0))
+                initial = self._point(0, 0, self.evaluate(records, 0))
                 initial["initial"] = True
         t0 = time.perf_counter()
         rounds_iter = range(start, self.rounds)
@@ -366,7 +376,7 @@ class LocalRuntime:
             infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)))
                      for c in range(self.data.num_clients)}
             if (r + 1) % self.cfg.eval_every == 0 or r == self.rounds - 1:
-                history.append(self._point(r + 1, self.evaluate(records, r)))
+                history.append(self._point(r + 1, r, self.evaluate(records, r)))
             messages = self.method.aggregate(uploads, infos, r) if uploads else {}
             pending.update(messages)
             comm["up"].append(sum(u.nbytes() for u in uploads.values()))

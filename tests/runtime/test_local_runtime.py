@@ -149,3 +149,52 @@ def test_initial_evaluation_is_logged_and_kept_out_of_the_curves(data, tmp_path,
     assert lines[0]["initial"] is True and len(lines[0]["scores"]) == 10
     # the extra evaluation changes neither training nor the reported curves
     assert res["curves"] == unbroken["curves"] and res["metrics"] == unbroken["metrics"]
+
+
+@register
+class FirstTaskOracle(Method):
+    """Answers a sample right exactly when it belongs to the client's first task (no model)."""
+
+    name = "test-first-task"
+    first: dict[int, str] = {}
+
+    def local_train(self, client):
+        return Payload()
+
+    def aggregate(self, uploads, clients, round):
+        return {}
+
+    def predict(self, client, samples, answer):
+        out = []
+        for s in samples:
+            right = s["task"] == self.first[client.id]
+            if s["choices"]:
+                idx = s["choices"].index(s["answer"])
+                out.append(idx if right else (idx + 1) % len(s["choices"]))
+            else:
+                out.append(s["answer"] if right else "")
+        return out
+
+
+@pytest.mark.parametrize("eval_tasks", ["started", "all"])
+def test_self_scores_only_started_tasks_and_a_auc_is_hand_computed(data, tmp_path, eval_tasks):
+    """drake-synth tiny, dynamic: 4 tasks per client, 5 of 20 stream rounds each, so with 4
+    runtime rounds task k arrives in round k. Every client answers only its first task right.
+    Over started tasks Self is 100/k after round k (100, 50, 33.3, 25); over all tasks it
+    would be 25 throughout. Others never contains a client's first task: 0."""
+    runtime = LocalRuntime(config(data, tmp_path / eval_tasks, method="test-first-task",
+                                  rounds=4, local_steps=1, eval_tasks=eval_tasks))
+    FirstTaskOracle.first = {c: t[0] for c, t in enumerate(runtime.data.client_tasks)}
+    res = runtime.run()
+    if eval_tasks == "started":
+        assert res["curves"]["self"] == pytest.approx([100.0, 50.0, 100 / 3, 25.0])
+        # (1/3) * ((100+50)/2 + (50+33.33)/2 + (33.33+25)/2) over rounds 1..4
+        assert res["metrics"]["self_a_auc"] == pytest.approx(48.61111, abs=1e-4)
+        lines = [json.loads(x) for x in (tmp_path / eval_tasks / "metrics.jsonl")
+                 .read_text().splitlines()]
+        assert [len(p["started"]["0"]) for p in lines] == [1, 2, 3, 4]
+    else:
+        assert res["curves"]["self"] == pytest.approx([25.0] * 4)
+        assert res["metrics"]["self_a_auc"] == pytest.approx(25.0)
+    assert res["curves"]["others"] == pytest.approx([0.0] * 4)
+    assert res["scoring"]["eval_tasks"] == eval_tasks
