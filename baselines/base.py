@@ -157,6 +157,8 @@ class Method(ABC):
     def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
         self.lr = lr
         self.hparams = {"lr": lr, **hparams}
+        #: the last mean of each (adapter, architecture group), see share_within_groups
+        self._group_means: dict[tuple[str, str], State] = {}
 
     # --- set-up --------------------------------------------------------------------------------
     def setup(self, bundles: Mapping[str, Any], public: Sequence[Mapping[str, Any]], *,
@@ -213,11 +215,39 @@ class Method(ABC):
         """One message per client that should receive one this round."""
 
     def server_state(self) -> dict[str, torch.Tensor]:
-        """Tensors the server keeps between rounds (checkpointed by the runtime)."""
-        return {}
+        """Tensors the server keeps between rounds (checkpointed by the runtime); subclasses
+        that add their own extend this one."""
+        return {f"group/{adapter}/{arch}/{key}": value
+                for (adapter, arch), mean in sorted(self._group_means.items())
+                for key, value in mean.items()}
 
     def load_server_state(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore :meth:`server_state` after a resume."""
+        self._group_means = {}
+        for name, value in state.items():
+            if name.startswith("group/"):
+                _, adapter, arch, key = name.split("/", 3)
+                self._group_means.setdefault((adapter, arch), {})[key] = value
+
+    def share_within_groups(self, uploads: Mapping[int, Payload],
+                            clients: Mapping[int, ClientInfo], adapter: str
+                            ) -> dict[int, Payload]:
+        """FedIT's message: every client gets its architecture group's data-size-weighted mean
+        of ``adapter`` (:func:`average_within_groups`).
+
+        Under partial participation (``--frac``) or a skipped client a group may have no upload
+        this round: its clients then get the group's last mean again, and a group that never
+        uploaded sends nothing (its clients keep their own adapter). The last means are server
+        state, checkpointed with it.
+        """
+        for arch, mean in average_within_groups(uploads, clients, adapter).items():
+            self._group_means[(adapter, arch)] = mean
+        out = {}
+        for cid, info in clients.items():
+            mean = self._group_means.get((adapter, info.arch))
+            if mean is not None:
+                out[cid] = Payload({adapter: mean})
+        return out
 
     # --- shared pieces -----------------------------------------------------------------------
     def train_adapter(self, client: ClientHandle, adapter: str, steps: int,

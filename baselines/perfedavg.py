@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.base import Method, Payload, average_within_groups, register
+from baselines.base import Method, Payload, register
 
 
 def sgd_inplace(params, loss: torch.Tensor, alpha: float) -> None:
@@ -49,8 +49,7 @@ class PerFedAvg(Method):
                        {"loss": total / client.steps if client.steps else 0.0})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
-        means = average_within_groups(uploads, clients, "local")
-        return {cid: Payload({"local": means[clients[cid].arch]}) for cid in clients}
+        return self.share_within_groups(uploads, clients, "local")
 
     def before_eval(self, client) -> None:
         self._saved[client.id] = client.get("local")

@@ -319,12 +319,14 @@ class FedMosaic(Method):
         return {i: Payload({GLOBAL: out[i]}) for i in ids}
 
     def server_state(self) -> dict[str, torch.Tensor]:
-        state = {f"tracker.{k}": v for k, v in (self.tracker.state_dict() if self.tracker
-                                                 else {}).items()}
+        state = super().server_state()
+        state.update({f"tracker.{k}": v for k, v in (self.tracker.state_dict() if self.tracker
+                                                      else {}).items()})
         state["flops_extra"] = torch.tensor(self._extra_flops, dtype=torch.float64)
         return state
 
     def load_server_state(self, state) -> None:
+        super().load_server_state(state)
         if self.tracker is not None:
             self.tracker.load_state_dict({k[len("tracker."):]: v for k, v in state.items()
                                           if k.startswith("tracker.")})

@@ -1,7 +1,8 @@
 """The local runtime: one process, one frozen base model per architecture, swapped adapters.
 
 Round r:
-  1. sample clients (fraction ``frac``; draws from ``default_rng([seed, r])``);
+  1. sample clients (fraction ``frac``; draws from ``default_rng([seed, r])``; with
+     ``first_round_all`` every client takes part in round 0, as pFedMMA's protocol);
   2. each sampled client, in id order, loads its pending server message, trains on batches
      drawn from its episodic memory (all samples streamed to it by round r) and uploads;
   3. at evaluation rounds every client is scored on every task with the adapters it holds right
@@ -61,6 +62,7 @@ class RunConfig:
     eval_every: int = 1
     eval_per_task: int | None = 20
     frac: float = 1.0
+    first_round_all: bool = False
     mc_scoring: str = "generate"
     max_new_tokens: int = 8
     model_mix: str | None = None
@@ -103,6 +105,21 @@ def _flatten(prefix: str, state: Mapping[str, torch.Tensor], out: dict[str, torc
 
 def _unflatten(prefix: str, flat: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k[len(prefix):]: v for k, v in flat.items() if k.startswith(prefix)}
+
+
+def sample_clients(n: int, frac: float, seed: int, round_: int, *,
+                   first_round_all: bool = False) -> list[int]:
+    """The clients that train in round ``round_``, in id order.
+
+    ``max(1, round(frac * n))`` of the ``n`` clients, drawn without replacement from
+    ``default_rng([seed, round_])`` (so a resumed run draws the same); everyone when that is all
+    of them, or in round 0 with ``first_round_all``.
+    """
+    k = max(1, round(frac * n))
+    if k >= n or (first_round_all and round_ == 0):
+        return list(range(n))
+    rng = np.random.default_rng([seed, round_])
+    return sorted(rng.choice(n, size=k, replace=False).tolist())
 
 
 class LocalRuntime:
@@ -396,11 +413,8 @@ class LocalRuntime:
                     pending: dict[int, Payload], errors: list[dict[str, Any]]
                     ) -> dict[int, Payload]:
         """Local training of round ``r`` for the sampled clients; returns their uploads."""
-        rng = np.random.default_rng([self.cfg.seed, r])
-        n = self.data.num_clients
-        k = max(1, round(self.cfg.frac * n))
-        sampled = sorted(rng.choice(n, size=k, replace=False).tolist()) if k < n \
-            else list(range(n))
+        sampled = sample_clients(self.data.num_clients, self.cfg.frac, self.cfg.seed, r,
+                                 first_round_all=self.cfg.first_round_all)
         uploads: dict[int, Payload] = {}
         for c in sampled:
             handle = self._handle(c, records[c], r)

@@ -63,6 +63,7 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
     scores = [[h["scores"][str(c)] for c in range(n)] for h in history]
     hparams = {**runtime.method.hparams, "local_steps": runtime.steps,
                "batch_size": cfg.batch_size, "rounds": runtime.rounds, "frac": cfg.frac,
+               "first_round_all": cfg.first_round_all,
                "eval_per_task": cfg.eval_per_task if cfg.eval_per_task is not None else -1,
                "pretrained": cfg.pretrained, "data_scenario": data.scenario}
     if cfg.lora_r:
