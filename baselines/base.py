@@ -14,7 +14,8 @@ A method is a handful of hooks, in the spirit of pfl-research's algorithm/backen
 * :meth:`Method.eval_adapters` / :meth:`Method.predict` — which adapters answer at inference.
 
 Methods never touch files, clocks or processes: the runtime hands them a :class:`ClientHandle`
-(model, optimiser and data for one client) and plain tensors. Uploads and messages are
+(model, optimiser, data and per-client state for one client) and plain tensors; the method
+object holds only configuration and server state. Uploads and messages are
 :class:`Payload` objects — named tensors per adapter plus JSON-able metadata — which map one to
 one onto Flower's ``ArrayRecord`` / ``ConfigRecord``.
 """
@@ -104,6 +105,11 @@ class ClientHandle(Protocol):
     last_samples: list[Mapping[str, Any]]
     """The raw samples of the last :meth:`next_batch`."""
 
+    state: dict[str, torch.Tensor]
+    """Named tensors the method keeps for this client between its turns (checkpointed with
+    the client; changes made during evaluation are not kept). Per-client state belongs here,
+    never on the method object, so that clients can live in other processes or machines."""
+
     bundle: Any
     """The client's (shared) model bundle, for read-only questions such as its size."""
 
@@ -165,7 +171,8 @@ class Method(ABC):
               seed: int, cache_dir: Any = None) -> None:
         """One-off step before federated training, after :meth:`install`, on the shared models
         (one bundle per architecture, adapters in place and fresh) and the benchmark's public
-        samples: FedMosaic's weight alignment."""
+        samples: FedMosaic's weight alignment. ``cache_dir`` is a folder the runtime gives the
+        method for reusable artefacts (``None``: cache nothing)."""
 
     def install(self, model: torch.nn.Module, *, arch: str, lora: Mapping[str, Any],
                 seed: int, peers: Mapping[str, Any] | None = None) -> AdapterSet | None:

@@ -150,6 +150,7 @@ class LocalRuntime:
     # --- set-up ------------------------------------------------------------------------------
     def _load_models(self) -> None:
         from drake.models import ZOO, add_lora, load_model
+        from drake.models.zoo import cache_dir as default_cache_dir
 
         self.bundles, self.controls, self.init_state = {}, {}, {}
         cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
@@ -192,8 +193,9 @@ class LocalRuntime:
                 control = PeftAdapters(model, list(self.method.adapters()))
             bundle.model = control.model
             self.controls[arch] = control
+        # methods cache reusable artefacts next to the models, never in a folder of their own
         self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
-                          cache_dir=cache)
+                          cache_dir=cache if cache is not None else default_cache_dir())
         for arch, control in self.controls.items():
             self.init_state[arch] = {n: control.state(n) for n in control.names}
 
@@ -293,6 +295,7 @@ class LocalRuntime:
         for c, rec in records.items():
             for name, st in rec.adapters.items():
                 _flatten(f"client/{c}/adapter/{name}/", st, flat)
+            _flatten(f"client/{c}/state/", rec.state, flat)
             for name, opt in rec.optim.items():
                 groups = opt["param_groups"]
                 optim_meta[f"{c}/{name}"] = {"param_groups": groups, "state": {}}
@@ -336,6 +339,7 @@ class LocalRuntime:
         for c, rec in records.items():
             for name in list(rec.adapters):
                 rec.adapters[name] = _unflatten(f"client/{c}/adapter/{name}/", flat)
+            rec.state = _unflatten(f"client/{c}/state/", flat)
             for key, om in meta["optim"].items():
                 cs, name = key.split("/", 1)
                 if int(cs) != c:
