@@ -12,6 +12,11 @@ Round r:
      next turn;
   5. a checkpoint (safetensors + JSON) is written atomically.
 
+After the last round, a method with a post-FL stage (TAP's distillation) runs it on every
+client, after delivering the client's pending message; the evaluation that follows replaces the
+last point. Evaluation, checkpointing and ``metrics.jsonl`` are :class:`Hook` objects around
+this loop (pfl-research's callbacks); a run takes more through ``hooks=``.
+
 Every random draw is a function of (seed, round, client), so a run resumed from the checkpoint
 of round k continues exactly as the unbroken run would.
 """
@@ -33,7 +38,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from baselines.base import ClientInfo, Payload, get_method
+from baselines.base import ClientInfo, Method, Payload, get_method
 from drake.errors import DrakeError
 from drake.runtime.client import ClientRecord, PeftAdapters, RuntimeClient
 from drake.runtime.data import FederatedData
@@ -122,12 +127,94 @@ def sample_clients(n: int, frac: float, seed: int, round_: int, *,
     return sorted(rng.choice(n, size=k, replace=False).tolist())
 
 
+@dataclass
+class RunState:
+    """What the round loop carries from round to round, and checkpoints."""
+
+    records: dict[int, ClientRecord]
+    pending: dict[int, Payload]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    comm: dict[str, list[int]] = field(default_factory=lambda: {"up": [], "down": []})
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    initial: dict[str, Any] | None = None
+    round: int = -1  # the last finished round
+    post_fl: bool = False  # whether the post-FL stage has run
+
+
+class Hook:
+    """A step around the round loop (pfl-research's callbacks); override what you need.
+
+    Built in, in this order: :class:`Evaluate`, :class:`Checkpoint`, :class:`MetricsLog`; a run
+    takes more through ``LocalRuntime(..., hooks=[...])``, called after those.
+    """
+
+    def on_train_end(self, runtime: LocalRuntime, st: RunState, r: int) -> None:
+        """After the local training of round ``r``, before aggregation."""
+
+    def on_round_end(self, runtime: LocalRuntime, st: RunState, r: int) -> None:
+        """After round ``r``'s aggregation."""
+
+    def on_post_fl(self, runtime: LocalRuntime, st: RunState) -> None:
+        """After the post-FL stage (methods that have one)."""
+
+
+class Evaluate(Hook):
+    """Score every client at evaluation rounds (right after local training, as the FedMosaic
+    code does) and after the post-FL stage, which then gives the last point."""
+
+    def on_train_end(self, runtime, st, r):
+        if (r + 1) % runtime.cfg.eval_every == 0 or r == runtime.rounds - 1:
+            st.history.append(runtime._point(r + 1, r, runtime.evaluate(st.records, r)))
+
+    def on_post_fl(self, runtime, st):
+        last = runtime.rounds - 1
+        point = runtime._point(runtime.rounds, last, runtime.evaluate(st.records, last))
+        point["post_fl"] = True
+        if st.history and st.history[-1]["round"] == runtime.rounds:
+            st.history[-1] = point
+        else:
+            st.history.append(point)
+
+
+class Checkpoint(Hook):
+    """Write the run's state atomically after every round and after the post-FL stage."""
+
+    def on_round_end(self, runtime, st, r):
+        runtime._save_checkpoint(st)
+
+    def on_post_fl(self, runtime, st):
+        runtime._save_checkpoint(st)
+
+
+class MetricsLog(Hook):
+    """Rewrite ``metrics.jsonl`` (one line per evaluation point) whenever a point may be new."""
+
+    def on_round_end(self, runtime, st, r):
+        runtime._write_metrics(st)
+
+    def on_post_fl(self, runtime, st):
+        runtime._write_metrics(st)
+
+
+class _StopAfter(Hook):
+    """Testing: raise as a crash would, right after round ``k``'s checkpoint."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def on_round_end(self, runtime, st, r):
+        if r >= self.k:
+            raise DrakeError(f"run stopped after round {r} (test hook)")
+
+
 class LocalRuntime:
     """Run a method on a scenario of a built benchmark; see the module docstring."""
 
-    def __init__(self, config: RunConfig, progress: Callable | None = None) -> None:
+    def __init__(self, config: RunConfig, progress: Callable | None = None,
+                 hooks: Sequence[Hook] = ()) -> None:
         config.validate()
         self.cfg = config
+        self.hooks = list(hooks)
         self.out = Path(config.out)
         self.progress = progress
         self.method = get_method(config.method)(lr=config.lr, **config.method_hparams)
@@ -289,7 +376,8 @@ class LocalRuntime:
                 "scores": {str(c): dict(v) for c, v in scores.items()}}
 
     # --- checkpoints ---------------------------------------------------------------------------
-    def _save_checkpoint(self, round_: int, records, pending, state: dict[str, Any]) -> None:
+    def _save_checkpoint(self, run: RunState) -> None:
+        records, pending = run.records, run.pending
         flat: dict[str, torch.Tensor] = {}
         optim_meta: dict[str, Any] = {}
         for c, rec in records.items():
@@ -319,8 +407,9 @@ class LocalRuntime:
         tmp.mkdir(parents=True)
         save_file(flat, str(tmp / "state.safetensors"))
         (tmp / "state.json").write_text(json.dumps(
-            {"round": round_, "optim": optim_meta, "pending": pending_meta, **state},
-            sort_keys=True))
+            {"round": run.round, "optim": optim_meta, "pending": pending_meta,
+             "history": run.history, "comm": run.comm, "errors": run.errors,
+             "initial": run.initial, "post_fl": run.post_fl}, sort_keys=True))
         final = self.out / "checkpoint"
         old = self.out / "checkpoint.old"
         if final.exists():
@@ -355,7 +444,9 @@ class LocalRuntime:
                 {name: _unflatten(f"pending/{cs}/{name}/", flat) for name in pm["adapters"]},
                 pm["meta"])
         self.method.load_server_state(_unflatten("server/", flat))
-        return meta, records, pending
+        return RunState(records, pending, history=meta["history"], comm=meta["comm"],
+                        errors=meta["errors"], initial=meta.get("initial"), round=meta["round"],
+                        post_fl=meta.get("post_fl", False))
 
     # --- the loop ------------------------------------------------------------------------------
     def run(self, _stop_after: int | None = None) -> dict[str, Any]:
@@ -371,47 +462,71 @@ class LocalRuntime:
             raise DrakeError(f"{self.out} holds a run with another config; choose a new --out "
                              f"or delete it")
         config_path.write_text(cfg_json + "\n")
-        loaded = self._load_checkpoint()
-        if loaded:
-            meta, records, pending = loaded
-            start = meta["round"] + 1
-            history = meta["history"]
-            comm = meta["comm"]
-            errors = meta["errors"]
-            initial = meta.get("initial")
-            log.info("resuming %s from round %d", self.out, start)
+        st = self._load_checkpoint()
+        if st is not None:
+            log.info("resuming %s from round %d", self.out, st.round + 1)
         else:
-            records, pending = self._fresh_records(), {}
-            start, history, errors = 0, [], []
-            comm = {"up": [], "down": []}
-            initial = None
+            st = RunState(self._fresh_records(), {})
             if self.cfg.eval_initial:
-                initial = self._point(0, 0, self.evaluate(records, 0))
-                initial["initial"] = True
+                st.initial = self._point(0, 0, self.evaluate(st.records, 0))
+                st.initial["initial"] = True
+        hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
+        if _stop_after is not None:
+            hooks.append(_StopAfter(_stop_after))
         t0 = time.perf_counter()
-        rounds_iter = range(start, self.rounds)
+        rounds_iter = range(st.round + 1, self.rounds)
         if self.progress:
-            rounds_iter = self.progress(rounds_iter, self.rounds - start)
+            rounds_iter = self.progress(rounds_iter, self.rounds - st.round - 1)
         for r in rounds_iter:
-            uploads = self.train_round(r, records, pending, errors)
+            uploads = self.train_round(r, st.records, st.pending, st.errors)
+            for hook in hooks:
+                hook.on_train_end(self, st, r)
             infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)))
                      for c in range(self.data.num_clients)}
-            if (r + 1) % self.cfg.eval_every == 0 or r == self.rounds - 1:
-                history.append(self._point(r + 1, r, self.evaluate(records, r)))
             messages = self.method.aggregate(uploads, infos, r) if uploads else {}
-            pending.update(messages)
-            comm["up"].append(sum(u.nbytes() for u in uploads.values()))
-            comm["down"].append(sum(m.nbytes() for m in messages.values()))
-            self._save_checkpoint(r, records, pending,
-                                  {"history": history, "comm": comm, "errors": errors,
-                                   "initial": initial})
-            self._write_metrics(([initial] if initial else []) + history)
-            if _stop_after is not None and r >= _stop_after:
-                raise DrakeError(f"run stopped after round {r} (test hook)")
-        results = self._results(history, comm, errors, time.perf_counter() - t0)
+            st.pending.update(messages)
+            st.comm["up"].append(sum(u.nbytes() for u in uploads.values()))
+            st.comm["down"].append(sum(m.nbytes() for m in messages.values()))
+            st.round = r
+            for hook in hooks:
+                hook.on_round_end(self, st, r)
+        if self.has_post_fl and not st.post_fl:
+            self.post_fl(st)
+            for hook in hooks:
+                hook.on_post_fl(self, st)
+        results = self._results(st.history, st.comm, st.errors, time.perf_counter() - t0)
         (self.out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
                                                + "\n")
         return results
+
+    @property
+    def has_post_fl(self) -> bool:
+        """Whether the method has a post-FL stage (TAP's distillation)."""
+        return type(self.method).post_fl is not Method.post_fl
+
+    def post_fl(self, st: RunState) -> None:
+        """Every client's post-FL stage after the last round (its pending message delivered
+        first), saved to its record."""
+        last = self.rounds - 1
+        for c in range(self.data.num_clients):
+            handle = self._handle(c, st.records[c], last)
+            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, last, c, 29])
+                                  .integers(2**31)))
+            try:
+                msg = st.pending.pop(c, None)
+                if msg is not None:
+                    self.method.receive(handle, msg)
+                self.method.post_fl(handle)
+            except Exception as exc:  # reported, then stop or skip as configured
+                st.errors.append({"round": last, "client": c, "stage": "post_fl",
+                                  "error": repr(exc)})
+                if self.cfg.on_client_error == "stop":
+                    raise ClientFailed(f"client {c} raised {exc!r} in the post-FL stage; rerun "
+                                       f"with --on-client-error skip to continue without "
+                                       f"it") from exc
+                continue
+            st.records[c] = handle.save()
+        st.post_fl = True
 
     def train_round(self, r: int, records: dict[int, ClientRecord],
                     pending: dict[int, Payload], errors: list[dict[str, Any]]
@@ -441,9 +556,10 @@ class LocalRuntime:
             uploads[c] = upload
         return uploads
 
-    def _write_metrics(self, history: list[dict[str, Any]]) -> None:
+    def _write_metrics(self, st: RunState) -> None:
+        points = ([st.initial] if st.initial else []) + st.history
         tmp = self.out / "metrics.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in history))
+        tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in points))
         os.replace(tmp, self.out / "metrics.jsonl")
 
     def _results(self, history, comm, errors, wall) -> dict[str, Any]:

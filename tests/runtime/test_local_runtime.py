@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from baselines.base import Method, Payload, register
 from drake.build import build
@@ -12,7 +13,7 @@ from drake.cli import main
 from drake.errors import DrakeError
 from drake.registry import get_benchmark
 from drake.runtime import LocalRuntime, RunConfig
-from drake.runtime.local import ClientFailed
+from drake.runtime.local import ClientFailed, Hook
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +199,54 @@ def test_self_scores_only_started_tasks_and_a_auc_is_hand_computed(data, tmp_pat
         assert res["metrics"]["self_a_auc"] == pytest.approx(25.0)
     assert res["curves"]["others"] == pytest.approx([0.0] * 4)
     assert res["scoring"]["eval_tasks"] == eval_tasks
+
+
+@register
+class PostFLOracle(FirstTaskOracle):
+    """After federated training, its post-FL stage makes every client answer everything right."""
+
+    name = "test-post-fl"
+
+    def post_fl(self, client):
+        if client.id == 0 and self.crash_once:
+            type(self).crash_once = False
+            raise RuntimeError("crash in post-FL")
+        client.state["post_fl_done"] = torch.ones(1)
+
+    def predict(self, client, samples, answer):
+        if "post_fl_done" in client.state:
+            return [s["choices"].index(s["answer"]) if s["choices"] else s["answer"]
+                    for s in samples]
+        return super().predict(client, samples, answer)
+
+
+def test_post_fl_runs_once_after_the_last_round_and_gives_the_last_point(data, tmp_path):
+    cfg = config(data, tmp_path / "run", method="test-post-fl", rounds=4, local_steps=1)
+    first = LocalRuntime(cfg)
+    FirstTaskOracle.first = {c: t[0] for c, t in enumerate(first.data.client_tasks)}
+    PostFLOracle.crash_once = True
+    with pytest.raises(ClientFailed, match="post-FL stage"):
+        first.run()
+    res = LocalRuntime(cfg).run()  # resumes after round 3: only the post-FL stage is left
+    assert res["curves"]["self"] == pytest.approx([100.0, 50.0, 100 / 3, 100.0])
+    assert res["curves"]["others"][-1] == pytest.approx(100.0)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
+             .splitlines()]
+    assert [p["round"] for p in lines] == [1, 2, 3, 4] and lines[-1]["post_fl"] is True
+    state = json.loads((tmp_path / "run" / "checkpoint" / "state.json").read_text())
+    assert state["post_fl"] is True and state["round"] == 3
+
+
+class CountRounds(Hook):
+    def __init__(self):
+        self.seen = []
+
+    def on_round_end(self, runtime, st, r):
+        self.seen.append((r, len(st.history)))
+
+
+def test_extra_hooks_see_every_round_after_the_built_in_ones(data, tmp_path):
+    hook = CountRounds()
+    LocalRuntime(config(data, tmp_path / "h", method="sft", rounds=2, local_steps=1,
+                        eval_every=2), hooks=[hook]).run()
+    assert hook.seen == [(0, 0), (1, 1)]
