@@ -29,7 +29,8 @@ rt = LocalRuntime(RunConfig(data=data, scenario="dynamic", method=method, out=ou
                             pretrained=False, mc_scoring="loglik"))
 setup = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 rt.run()
-print(json.dumps({"rows_read_index": len(rt.data.rows), "rss_after_setup_mb": setup,
+rows = getattr(rt.data, "rows", None) or getattr(rt.data, "_rows", {})  # older runtimes
+print(json.dumps({"rows_read_index": len(rows), "rss_after_setup_mb": setup,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "seconds": time.perf_counter() - start}))
 """

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from drake.errors import DrakeError
-from drake.runtime.rows import RowStore
+from drake.runtime.rows import LazyRows, RowStore
 from drake.verify import load_manifest, verify
 
 
@@ -131,12 +131,13 @@ class FederatedData:
     def samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
         return self.rows.get(ids)
 
-    def public_samples(self, limit: int | None = None) -> list[Mapping[str, Any]]:
+    def public_samples(self, limit: int | None = None) -> Sequence[Mapping[str, Any]]:
         """Training samples of the benchmark's public tasks (none for most real benchmarks),
-        in stable order; what one-off alignment steps may use. Read on first call only."""
+        in stable order; what one-off alignment steps may use. Indexed on first call, and each
+        row read only when the sequence is indexed or sliced."""
         if self._public is None:
             self._public = RowStore(self.root, self._public_shards)
-        return self._public.get(list(self._public.ids())[:limit])
+        return LazyRows(self._public, list(self._public.ids())[:limit])
 
     @property
     def manifest_path(self) -> Path:

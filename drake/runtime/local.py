@@ -227,6 +227,16 @@ class LocalRuntime:
             raise DrakeError(f"benchmark {spec['name']} has no model mix {mix!r}; known: "
                              f"{sorted(mixes)}")
         self.mix = mix
+        #: each task's metrics, as its spec lists them (the first one scores Self/Others)
+        self.task_metrics = {t["id"]: tuple(t["metrics"]) for t in spec["tasks"]}
+        from evaluators import MetricInputError, resolve
+
+        for task, names in self.task_metrics.items():
+            for name in names:  # an unknown metric fails here, not after hours of training
+                try:
+                    resolve(name)
+                except MetricInputError as exc:
+                    raise DrakeError(f"task {task!r} of {spec['name']}: {exc}") from exc
         # clients beyond the mix's length (e.g. a 100-client iid scenario) cycle through it
         self.models = [mixes[mix][c % len(mixes[mix])] for c in range(self.data.num_clients)]
         self.rounds = self.data.rounds
@@ -326,14 +336,12 @@ class LocalRuntime:
 
         return answer
 
-    def _score(self, samples, predictions) -> float:
-        from evaluators import token_f1
+    def _score(self, task: str, samples, predictions) -> float:
+        """The task's score by the first (primary) metric its spec lists, through the metric
+        registry (accuracy for multiple choice, token F1 for drake-synth's open tasks, ...)."""
+        from evaluators import score_task
 
-        if samples[0]["choices"]:
-            right = [p is not None and s["choices"][p] == s["answer"]
-                     for p, s in zip(predictions, samples)]
-            return 100.0 * float(np.mean(right))
-        return float(token_f1([str(p) for p in predictions], [s["answer"] for s in samples]))
+        return score_task(self.task_metrics[task][0], predictions, samples)
 
     def evaluate(self, records: Mapping[int, ClientRecord], round_: int,
                  batch: int = 32) -> dict[int, dict[str, float]]:
@@ -357,7 +365,8 @@ class LocalRuntime:
             scores[c] = {}
             for task in tasks:
                 idx = [i for i, t in enumerate(owner) if t == task]
-                scores[c][task] = self._score([samples[i] for i in idx], [preds[i] for i in idx])
+                scores[c][task] = self._score(task, [samples[i] for i in idx],
+                                              [preds[i] for i in idx])
         return scores
 
     def _point(self, label: int, round_: int,

@@ -250,3 +250,20 @@ def test_extra_hooks_see_every_round_after_the_built_in_ones(data, tmp_path):
     LocalRuntime(config(data, tmp_path / "h", method="sft", rounds=2, local_steps=1,
                         eval_every=2), hooks=[hook]).run()
     assert hook.seen == [(0, 0), (1, 1)]
+
+
+def test_tasks_are_scored_by_the_metric_their_spec_lists(data, tmp_path):
+    runtime = LocalRuntime(config(data, tmp_path / "m", method="sft", rounds=1))
+    open_task = next(t for t, m in runtime.task_metrics.items() if m == ("token_f1",))
+    mc_task = next(t for t, m in runtime.task_metrics.items() if m == ("accuracy",))
+    samples = [{"answer": "two red circles", "choices": []}, {"answer": "one", "choices": []}]
+    preds = ["two red squares", "one"]
+    assert runtime._score(open_task, samples, preds) == pytest.approx((200 / 3 + 100) / 2)
+    runtime.task_metrics[open_task] = ("exact_match",)
+    assert runtime._score(open_task, samples, preds) == pytest.approx(50.0)
+    mc = [{"answer": "b", "choices": ["a", "b"]}, {"answer": "a", "choices": ["a", "b"]}]
+    assert runtime._score(mc_task, mc, [1, None]) == pytest.approx(50.0)
+    from evaluators import MetricInputError
+
+    with pytest.raises(MetricInputError, match="not an option index"):
+        runtime._score(mc_task, mc, [1, 5])
