@@ -14,7 +14,8 @@ A method is a handful of hooks, in the spirit of pfl-research's algorithm/backen
 * :meth:`Method.eval_adapters` / :meth:`Method.predict` — which adapters answer at inference.
 
 Methods never touch files, clocks or processes: the runtime hands them a :class:`ClientHandle`
-(model, optimiser and data for one client) and plain tensors. Uploads and messages are
+(model, optimiser, data and per-client state for one client) and plain tensors; the method
+object holds only configuration and server state. Uploads and messages are
 :class:`Payload` objects — named tensors per adapter plus JSON-able metadata — which map one to
 one onto Flower's ``ArrayRecord`` / ``ConfigRecord``.
 """
@@ -104,6 +105,11 @@ class ClientHandle(Protocol):
     last_samples: list[Mapping[str, Any]]
     """The raw samples of the last :meth:`next_batch`."""
 
+    state: dict[str, torch.Tensor]
+    """Named tensors the method keeps for this client between its turns (checkpointed with
+    the client; changes made during evaluation are not kept). Per-client state belongs here,
+    never on the method object, so that clients can live in other processes or machines."""
+
     bundle: Any
     """The client's (shared) model bundle, for read-only questions such as its size."""
 
@@ -157,13 +163,16 @@ class Method(ABC):
     def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
         self.lr = lr
         self.hparams = {"lr": lr, **hparams}
+        #: the last mean of each (adapter, architecture group), see share_within_groups
+        self._group_means: dict[tuple[str, str], State] = {}
 
     # --- set-up --------------------------------------------------------------------------------
     def setup(self, bundles: Mapping[str, Any], public: Sequence[Mapping[str, Any]], *,
               seed: int, cache_dir: Any = None) -> None:
         """One-off step before federated training, after :meth:`install`, on the shared models
         (one bundle per architecture, adapters in place and fresh) and the benchmark's public
-        samples: FedMosaic's weight alignment."""
+        samples: FedMosaic's weight alignment. ``cache_dir`` is a folder the runtime gives the
+        method for reusable artefacts (``None``: cache nothing)."""
 
     def install(self, model: torch.nn.Module, *, arch: str, lora: Mapping[str, Any],
                 seed: int, peers: Mapping[str, Any] | None = None) -> AdapterSet | None:
@@ -213,11 +222,39 @@ class Method(ABC):
         """One message per client that should receive one this round."""
 
     def server_state(self) -> dict[str, torch.Tensor]:
-        """Tensors the server keeps between rounds (checkpointed by the runtime)."""
-        return {}
+        """Tensors the server keeps between rounds (checkpointed by the runtime); subclasses
+        that add their own extend this one."""
+        return {f"group/{adapter}/{arch}/{key}": value
+                for (adapter, arch), mean in sorted(self._group_means.items())
+                for key, value in mean.items()}
 
     def load_server_state(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore :meth:`server_state` after a resume."""
+        self._group_means = {}
+        for name, value in state.items():
+            if name.startswith("group/"):
+                _, adapter, arch, key = name.split("/", 3)
+                self._group_means.setdefault((adapter, arch), {})[key] = value
+
+    def share_within_groups(self, uploads: Mapping[int, Payload],
+                            clients: Mapping[int, ClientInfo], adapter: str
+                            ) -> dict[int, Payload]:
+        """FedIT's message: every client gets its architecture group's data-size-weighted mean
+        of ``adapter`` (:func:`average_within_groups`).
+
+        Under partial participation (``--frac``) or a skipped client a group may have no upload
+        this round: its clients then get the group's last mean again, and a group that never
+        uploaded sends nothing (its clients keep their own adapter). The last means are server
+        state, checkpointed with it.
+        """
+        for arch, mean in average_within_groups(uploads, clients, adapter).items():
+            self._group_means[(adapter, arch)] = mean
+        out = {}
+        for cid, info in clients.items():
+            mean = self._group_means.get((adapter, info.arch))
+            if mean is not None:
+                out[cid] = Payload({adapter: mean})
+        return out
 
     # --- shared pieces -----------------------------------------------------------------------
     def train_adapter(self, client: ClientHandle, adapter: str, steps: int,

@@ -10,7 +10,7 @@ Ditto makes two adapter passes per batch, so at equal compute it runs half SFT's
 
 from __future__ import annotations
 
-from baselines.base import AdapterConfig, Method, Payload, average_within_groups, proximal, register
+from baselines.base import AdapterConfig, Method, Payload, proximal, register
 
 
 @register
@@ -45,5 +45,4 @@ class Ditto(Method):
                        {"loss": total / client.steps if client.steps else 0.0})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
-        means = average_within_groups(uploads, clients, "global")
-        return {cid: Payload({"global": means[clients[cid].arch]}) for cid in clients}
+        return self.share_within_groups(uploads, clients, "global")

@@ -8,7 +8,7 @@ FedMosaic paper does with Fed-ET.
 
 from __future__ import annotations
 
-from baselines.base import Method, Payload, average_within_groups, proximal, register
+from baselines.base import Method, Payload, proximal, register
 
 
 @register
@@ -22,8 +22,7 @@ class FedAvg(Method):
         return Payload({"local": client.get("local")}, {"loss": loss})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
-        means = average_within_groups(uploads, clients, "local")
-        return {cid: Payload({"local": means[clients[cid].arch]}) for cid in clients}
+        return self.share_within_groups(uploads, clients, "local")
 
 
 @register

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.base import AdapterConfig, Method, Payload, average_within_groups, register
+from baselines.base import AdapterConfig, Method, Payload, register
 
 
 def instance_weights(h_test: torch.Tensor, h_train: torch.Tensor) -> torch.Tensor:
@@ -55,8 +55,7 @@ class FedDPA(Method):
                        {"loss": total / client.steps if client.steps else 0.0})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
-        means = average_within_groups(uploads, clients, "global")
-        return {cid: Payload({"global": means[clients[cid].arch]}) for cid in clients}
+        return self.share_within_groups(uploads, clients, "global")
 
     def predict(self, client, samples, answer):
         if not self.dynamic:

@@ -10,7 +10,7 @@ FedMosaic's compute-matched budget gives FedSim 75 steps per 100 of SFT.
 
 from __future__ import annotations
 
-from baselines.base import AdapterConfig, Method, Payload, average_within_groups, register
+from baselines.base import AdapterConfig, Method, Payload, register
 
 
 @register
@@ -36,5 +36,4 @@ class FedSim(Method):
                        {"loss": total / client.steps if client.steps else 0.0})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
-        means = average_within_groups(uploads, clients, "shared")
-        return {cid: Payload({"shared": means[clients[cid].arch]}) for cid in clients}
+        return self.share_within_groups(uploads, clients, "shared")

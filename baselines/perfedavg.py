@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.base import Method, Payload, average_within_groups, register
+from baselines.base import Method, Payload, register
 
 
 def sgd_inplace(params, loss: torch.Tensor, alpha: float) -> None:
@@ -34,7 +34,6 @@ class PerFedAvg(Method):
     def __init__(self, lr: float = 1e-3, alpha: float = 0.01, **hp) -> None:
         super().__init__(lr=lr, alpha=alpha, **hp)
         self.alpha = alpha
-        self._saved: dict[int, dict[str, torch.Tensor]] = {}
 
     def local_train(self, client) -> Payload:
         total = 0.0
@@ -49,13 +48,13 @@ class PerFedAvg(Method):
                        {"loss": total / client.steps if client.steps else 0.0})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
-        means = average_within_groups(uploads, clients, "local")
-        return {cid: Payload({"local": means[clients[cid].arch]}) for cid in clients}
+        return self.share_within_groups(uploads, clients, "local")
 
     def before_eval(self, client) -> None:
-        self._saved[client.id] = client.get("local")
+        client.state.update({f"theta.{k}": v for k, v in client.get("local").items()})
         sgd_inplace(client.params("local"), client.loss(client.next_batch(), ["local"]),
                     self.alpha)
 
     def after_eval(self, client) -> None:
-        client.set("local", self._saved.pop(client.id))
+        theta = {k: client.state.pop(k) for k in [k for k in client.state if k.startswith("theta.")]}
+        client.set("local", {k[len("theta."):]: v for k, v in theta.items()})

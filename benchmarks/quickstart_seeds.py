@@ -62,7 +62,7 @@ def interval(values: list[float]) -> tuple[float, float, float, float]:
     std = statistics.stdev(values) if len(values) > 1 else 0.0
     half = (stats.t.ppf(0.975, len(values) - 1) * std / len(values) ** 0.5
             if len(values) > 1 else float("inf"))
-    return mean, std, mean - half, mean + half
+    return mean, std, float(mean - half), float(mean + half)
 
 
 def main() -> None:
@@ -97,7 +97,7 @@ def main() -> None:
     if "sft" in means and "fedavg" in means:
         fed, sft = means["fedavg"]["others"], means["sft"]["others"]
         gain = fed["mean"] - sft["mean"]
-        apart = fed["ci95"][0] > sft["ci95"][1]
+        apart = bool(fed["ci95"][0] > sft["ci95"][1])
         summary.update(fedavg_others_gain=gain, intervals_apart=apart)
         print(f"fedavg Others A_last - sft Others A_last: {gain:+.1f} points (bar: +5); 95% "
               f"intervals {'do not overlap' if apart else 'overlap'}")

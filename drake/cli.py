@@ -214,10 +214,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     seed=args.seed, rounds=args.rounds, local_steps=args.local_steps,
                     compute_budget=args.compute_budget, batch_size=args.batch_size, lr=args.lr,
                     eval_every=args.eval_every, eval_per_task=args.eval_per_task,
-                    frac=args.frac, mc_scoring=args.mc_scoring, model_mix=args.model_mix,
+                    frac=args.frac, first_round_all=args.first_round_all,
+                    mc_scoring=args.mc_scoring, model_mix=args.model_mix,
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
-                    eval_initial=args.eval_initial)
+                    eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
     runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
     results = runtime.run()
     m = results["metrics"]
@@ -373,6 +374,8 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--eval-per-task", type=int, default=20,
                    help="test samples per task at each evaluation point")
     p.add_argument("--frac", type=float, default=1.0, help="fraction of clients per round")
+    p.add_argument("--first-round-all", action="store_true",
+                   help="every client trains in round 0, then --frac (pFedMMA's sampling)")
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")
     p.add_argument("--model-mix", default=None, help="a model mix of the benchmark")
     p.add_argument("--model-cache", default=None, help="where pretrained tiny models live")
@@ -380,6 +383,9 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
     p.add_argument("--eval-initial", action="store_true",
                    help="also score the models before training (metrics.jsonl round 0)")
+    p.add_argument("--eval-tasks", choices=["started", "all"], default="started",
+                   help="tasks Self/Others average at each point: those with data arrived by "
+                   "then (default, as the FedMosaic code) or all of the scenario's")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyper-parameter, e.g. --hp lam=0.01")
     p.add_argument("--out", default=None, help="run directory (resumed if it holds a checkpoint)")

@@ -16,6 +16,7 @@ from evaluators.errors import MetricInputError, MetricSetupError
 from evaluators.generation import ROUGE_TYPES, bleu, cider, google_bleu, meteor, rouge
 from evaluators.image import mse
 from evaluators.matrices import SelfOthers, personalised_vs_global, self_others, self_others_curves
+from evaluators.registry import REGISTRY, Metric, resolve, score_task
 from evaluators.stats import BootstrapCI, MeanStd, bootstrap_ci, mean_std
 from evaluators.text import exact_match, normalise, token_f1
 from evaluators.wordnet import default_nltk_dir, ensure_wordnet, find_wordnet, setup_wordnet
@@ -26,6 +27,8 @@ __all__ = [
     "MeanStd",
     "MetricInputError",
     "MetricSetupError",
+    "Metric",
+    "REGISTRY",
     "ROUGE_TYPES",
     "SelfOthers",
     "a_auc",
@@ -53,8 +56,10 @@ __all__ = [
     "parse_choices",
     "per_domain_accuracy",
     "personalised_vs_global",
+    "resolve",
     "rouge",
     "self_others",
+    "score_task",
     "self_others_curves",
     "setup_wordnet",
     "token_f1",

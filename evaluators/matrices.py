@@ -84,7 +84,18 @@ def _clients(scores: Any, client_tasks: Any) -> list[tuple[Hashable, Any, Sequen
     return out
 
 
-def _started_filter(started: Collection[str] | int | None, own: Sequence[str]) -> list[str]:
+Started = Collection[str] | int | Mapping[Hashable, Collection[str]] | None
+
+
+def _started_filter(started: Started, own: Sequence[str], client: Hashable) -> list[str]:
+    if isinstance(started, Mapping):
+        if client not in started:
+            raise MetricInputError(f"started has no entry for client {client!r}; give every "
+                                   "client's started tasks")
+        started = started[client]
+        if isinstance(started, (int, str)):
+            raise MetricInputError(f"started[{client!r}] must be a collection of task ids, got "
+                                   f"{started!r}")
     if started is None:
         return list(own)
     if isinstance(started, bool):
@@ -111,7 +122,7 @@ def _row_mean(row: Mapping[str, Any], tasks: Sequence[str], client: Hashable) ->
 def self_others(
     scores: Mapping[Hashable, Mapping[str, float]] | Sequence[Mapping[str, float]],
     client_tasks: Mapping[Hashable, Sequence[str]] | Sequence[Sequence[str]],
-    started: Collection[str] | int | None = None,
+    started: Started = None,
 ) -> SelfOthers:
     """Self and Others at one evaluation point.
 
@@ -126,7 +137,9 @@ def self_others(
 
     **Anytime.** With ``started`` given, only tasks that have started enter both means:
     ``started = k`` keeps the first k tasks of every client's list (task-incremental streams
-    where all clients move to their next task together); a set of task ids keeps those tasks.
+    where all clients move to their next task together); a set of task ids keeps those tasks;
+    a mapping ``{client: task ids}`` gives each client's own started tasks (a runtime knows
+    them from each client's stream).
 
     Parameters
     ----------
@@ -135,8 +148,9 @@ def self_others(
     client_tasks : mapping or list
         Each client's own tasks, in stream order; keyed like ``scores`` (a list pairs with a
         list, or with a mapping keyed 0..n-1).
-    started : int or set of str, optional
-        Anytime evaluation: the number of tasks started per client, or the started task ids.
+    started : int, set of str or mapping of client to set of str, optional
+        Anytime evaluation: the number of tasks started per client, the started task ids, or
+        each client's started task ids.
 
     Returns
     -------
@@ -159,7 +173,7 @@ def self_others(
     rows = _clients(scores, client_tasks)
     if len(rows) < 2:
         raise MetricInputError(f"{len(rows)} client given; Self/Others needs at least two clients")
-    active = {c: _started_filter(started, own) for c, _, own in rows}
+    active = {c: _started_filter(started, own, c) for c, _, own in rows}
     per_self: dict[Hashable, float] = {}
     per_others: dict[Hashable, float] = {}
     for c, row, own in rows:
@@ -193,7 +207,7 @@ def self_others(
 def self_others_curves(
     scores_per_point: Sequence[Any],
     client_tasks: Mapping[Hashable, Sequence[str]] | Sequence[Sequence[str]],
-    started_per_point: Sequence[Collection[str] | int | None] | None = None,
+    started_per_point: Sequence[Started] | None = None,
 ) -> tuple[list[float], list[float]]:
     """Self and Others at every evaluation point, ready for :func:`a_last` and :func:`a_auc`.
 

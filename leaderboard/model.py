@@ -130,10 +130,12 @@ class EntryCost(_Strict):
 
 
 class Scoring(_Strict):
-    """How answers were scored: multiple choice by generation or log-likelihood."""
+    """How answers were scored: multiple choice by generation or log-likelihood, and which
+    tasks Self/Others averaged (``started``: those with data arrived by each point)."""
 
     mc_scoring: Literal["generate", "loglik"]
     bertscore_model: Text(200) | None
+    eval_tasks: Literal["started", "all"] | None = None
 
 
 class EntrySoftware(_Strict):

@@ -158,10 +158,12 @@ class RunCost(_Strict):
 
 
 class RunScoring(_Strict):
-    """How multiple-choice answers were scored, and the BERTScore model if used."""
+    """How multiple-choice answers were scored, the BERTScore model if used, and which tasks
+    Self/Others averaged at each point (``started``: those with data arrived by then)."""
 
     mc_scoring: Literal["generate", "loglik"]
     bertscore_model: Text(200) | None = None
+    eval_tasks: Literal["started", "all"] | None = None
 
 
 class RunSoftware(_Strict):

@@ -236,7 +236,7 @@ class FedMosaic(Method):
             log.warning("FedMosaic: the benchmark has no public split; A/B stay unaligned")
             self.hparams["align"] = "skipped: no public samples"
             return
-        from baselines.fedmosaic.align import aligned_pair
+        from baselines.fedmosaic.align import align_pair, aligned_pair
 
         def size(b):
             return sum(p.numel() for p in b.model.parameters())
@@ -244,16 +244,19 @@ class FedMosaic(Method):
         pivot_arch = min(bundles, key=lambda a: (size(bundles[a]), a))
         pivot = bundles[pivot_arch]
         samples = list(public[: self.align_samples])
-        root = Path(cache_dir) if cache_dir else Path.home() / ".cache" / "drake"
         for arch in sorted(bundles):
             if arch == pivot_arch:
                 continue
             other = bundles[arch]
             same_tok = type(pivot.tokenizer) is type(other.tokenizer) and \
                 pivot.tokenizer.get_vocab() == other.tokenizer.get_vocab()
+            pool = "tokens" if same_tok else "mean"
             with torch.enable_grad():
-                report, hit = aligned_pair(pivot, other, samples, cache_dir=root / "fedmosaic-align",
-                                           pool="tokens" if same_tok else "mean", seed=seed)
+                if cache_dir is None:
+                    report, hit = align_pair(pivot, other, samples, pool=pool, seed=seed), False
+                else:
+                    report, hit = aligned_pair(pivot, other, samples, pool=pool, seed=seed,
+                                               cache_dir=Path(cache_dir) / "fedmosaic-align")
             self.hparams[f"align.{arch}.mse_before"] = round(report.mse_before, 6)
             self.hparams[f"align.{arch}.mse_after"] = round(report.mse_after, 6)
             log.info("FedMosaic: aligned %s to %s (held-out MSE %.4g -> %.4g%s)", arch,
@@ -261,6 +264,9 @@ class FedMosaic(Method):
 
     # --- client ------------------------------------------------------------------------------
     def local_train(self, client) -> Payload:
+        if self.tracker is not None:  # the client's ĝ lives in its record, not here
+            self.tracker.put_client(client.id, {k[len("sima."):]: v for k, v in
+                                                client.state.items() if k.startswith("sima.")})
         total, calls = 0.0, 0
         for step in range(client.steps):
             batch = client.next_batch()
@@ -281,12 +287,12 @@ class FedMosaic(Method):
             ghat = self.tracker.end_round(client.id)
             if ghat is not None:
                 tensors["sima"] = {"ghat": ghat}
+            client.state.update({f"sima.{k}": v
+                                 for k, v in self.tracker.pop_client(client.id).items()})
             own = sum(p.numel() for p in client.bundle.model.parameters())
             proxy_n = sum(p.numel() for p in client.proxy.model.parameters())
             # forward + backward of the proxy on ``calls`` batches, against ``steps`` of training
-            extra = 100.0 * proxy_n * calls / (own * max(client.steps, 1))
-            self._extra_flops.append(extra)
-            meta["flops_extra_pct"] = extra
+            meta["flops_extra_pct"] = 100.0 * proxy_n * calls / (own * max(client.steps, 1))
         return Payload(tensors, meta)
 
     # --- server ------------------------------------------------------------------------------
@@ -302,6 +308,8 @@ class FedMosaic(Method):
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
         ids = sorted(uploads)
+        self._extra_flops += [float(uploads[i].meta["flops_extra_pct"]) for i in ids
+                              if "flops_extra_pct" in uploads[i].meta]
         archs = [clients[i].arch for i in ids]
         same = arch_mask(archs)
         lora = {i: {k: v for k, v in uploads[i].tensors[LOCAL].items() if k.startswith("lora.")}
@@ -319,15 +327,12 @@ class FedMosaic(Method):
         return {i: Payload({GLOBAL: out[i]}) for i in ids}
 
     def server_state(self) -> dict[str, torch.Tensor]:
-        state = {f"tracker.{k}": v for k, v in (self.tracker.state_dict() if self.tracker
-                                                 else {}).items()}
+        state = super().server_state()
         state["flops_extra"] = torch.tensor(self._extra_flops, dtype=torch.float64)
         return state
 
     def load_server_state(self, state) -> None:
-        if self.tracker is not None:
-            self.tracker.load_state_dict({k[len("tracker."):]: v for k, v in state.items()
-                                          if k.startswith("tracker.")})
+        super().load_server_state(state)
         if "flops_extra" in state:
             self._extra_flops = [float(x) for x in state["flops_extra"].tolist()]
 

@@ -324,6 +324,29 @@ class GradientTracker:
         g = self._decayed.get(client)
         return None if g is None else g.clone()
 
+    def pop_client(self, client: int) -> dict[str, torch.Tensor]:
+        """Remove the client's entries and return them (``ghat``; ``sum``/``count`` of a round
+        not yet ended) as named tensors, for the client's own record."""
+        out = {k.partition(".")[2]: v for k, v in self.state_dict().items()
+               if k.partition(".")[0] == str(client)}
+        self._decayed.pop(client, None)
+        self._sum.pop(client, None)
+        self._count.pop(client, None)
+        return out
+
+    def put_client(self, client: int, state: Mapping[str, torch.Tensor]) -> None:
+        """Replace the client's entries by what :meth:`pop_client` returned."""
+        self.pop_client(client)
+        for kind, value in state.items():
+            if kind == "ghat":
+                self._decayed[client] = value.clone()
+            elif kind == "sum":
+                self._sum[client] = value.clone()
+            elif kind == "count":
+                self._count[client] = int(value)
+            else:
+                raise KeyError(f"unexpected GradientTracker client state key {kind!r}")
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Tensors to checkpoint (``{client}.ghat``, ``{client}.sum``, ``{client}.count``)."""
         out = {f"{c}.ghat": g.clone() for c, g in self._decayed.items()}
@@ -334,16 +357,12 @@ class GradientTracker:
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore :meth:`state_dict`."""
         self._decayed, self._sum, self._count = {}, {}, {}
+        per_client: dict[int, dict[str, torch.Tensor]] = {}
         for key, value in state.items():
             client, _, kind = key.partition(".")
-            if kind == "ghat":
-                self._decayed[int(client)] = value.clone()
-            elif kind == "sum":
-                self._sum[int(client)] = value.clone()
-            elif kind == "count":
-                self._count[int(client)] = int(value)
-            else:
-                raise KeyError(f"unexpected GradientTracker state key {key!r}")
+            per_client.setdefault(int(client), {})[kind] = value
+        for client, entries in per_client.items():
+            self.put_client(client, entries)
 
 
 def _plain_linear(module: nn.Module) -> nn.Linear:

@@ -20,10 +20,13 @@ from drake.models import adapter_state, load_adapter_state
 
 @dataclass
 class ClientRecord:
-    """What persists for a client between turns (and in checkpoints)."""
+    """What persists for a client between turns (and in checkpoints): its adapters, their
+    optimiser states, and ``state``, the named tensors a method keeps per client (SIMA's
+    gradient average); the method object itself holds no per-client state."""
 
     adapters: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
     optim: dict[str, dict[str, Any]] = field(default_factory=dict)
+    state: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def lora_layers(model: torch.nn.Module) -> list[Any]:
@@ -92,6 +95,8 @@ class RuntimeClient:
         self.proxy = proxy
         self.last_samples: list[Mapping[str, Any]] = []
         self._optims: dict[str, torch.optim.Optimizer] = {}
+        #: the method's per-client tensors; kept (in the record) only when the turn is saved
+        self.state: dict[str, torch.Tensor] = dict(record.state)
         for name, state in record.adapters.items():
             control.load(name, state)
 
@@ -115,7 +120,8 @@ class RuntimeClient:
         return self._optims[adapter]
 
     def save(self) -> ClientRecord:
-        """Copy the client's adapters and optimiser states out of the shared model."""
+        """Copy the client's adapters, optimiser and method states out of the turn."""
+        self.record.state = {k: v.detach().clone() for k, v in self.state.items()}
         for name in self.control.names:
             self.record.adapters[name] = self.get(name)
         for name, opt in self._optims.items():

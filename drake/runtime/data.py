@@ -1,5 +1,9 @@
 """Federated data for a run: a verified build plus one of its scenarios.
 
+Rows are read by id from memory-mapped Arrow copies of the shards (:mod:`drake.runtime.rows`),
+and only for the tasks the run uses: the clients' tasks (public rows on first request; unseen
+tasks not at all), so memory does not grow with the size of the build.
+
 Training samples arrive per client by stream round and enter an episodic memory; batches are
 drawn from memory, as the FedMosaic code does (every streamed sample is kept: the memory is
 effectively unbounded). Test samples are grouped per task for Self/Others evaluation.
@@ -16,6 +20,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from drake.errors import DrakeError
+from drake.runtime.rows import LazyRows, RowStore
 from drake.verify import load_manifest, verify
 
 
@@ -82,43 +87,57 @@ class FederatedData:
             mapped = (rows["round"].to_numpy(np.int64) * self.rounds) // self.stream_rounds
             self.streams[c] = ClientStream(rows["id"].tolist(), mapped)
         self.missing = dict(zip(train["id"], train["missing"].astype(int)))
-        self._rows: dict[str, dict[str, Any]] = {}
-        wanted_tasks = set(include_tasks) if include_tasks is not None else None
-        self.test_ids: dict[str, list[str]] = {}
         public = set(self.spec.get("public_tasks", []))
-        self.public_ids: list[str] = []
-        for task, splits in self.manifest["tasks"].items():
-            if wanted_tasks is not None and task not in wanted_tasks:
-                continue
-            for split, info in splits.items():
-                for shard in info["shards"]:
-                    for row in pq.read_table(self.root / shard["file"]).to_pylist():
-                        self._rows[row["id"]] = row
-                        if split == "test":
-                            self.test_ids.setdefault(task, []).append(row["id"])
-                        elif task in public:
-                            self.public_ids.append(row["id"])
+        unseen = set(self.spec.get("unseen_tasks", []))
+        # manifest order throughout: evaluation batches and the public samples' order follow it
+        tasks = self.manifest["tasks"]
+        wanted = [t for t in tasks if (t in include_tasks if include_tasks is not None
+                                       else t not in public and t not in unseen)]
+        self._public_shards = [shard for task in tasks if task in public
+                               for split, info in tasks[task].items() if split != "test"
+                               for shard in info["shards"]]
+        self._public: RowStore | None = None
+        self.rows = RowStore(self.root, [shard for task in wanted for info in tasks[task].values()
+                                         for shard in info["shards"]])
+        self.test_ids: dict[str, list[str]] = {}
+        for task in wanted:
+            for shard in tasks[task].get("test", {}).get("shards", []):
+                ids = pq.read_table(self.root / shard["file"], columns=["id"])["id"].to_pylist()
+                self.test_ids.setdefault(task, []).extend(ids)
         # A client's own tasks: those in its stream, in arrival order (for DRAKE's by_task
         # scenarios this is exactly the client's task list).
         self.client_tasks = []
         for c in range(self.num_clients):
             seen: dict[str, None] = {}
             for sid in self.streams[c].ids:
-                seen.setdefault(self._rows[sid]["task"], None)
+                if sid not in self.rows:
+                    raise DataError(f"scenario {scenario!r} streams sample {sid!r} to client "
+                                    f"{c}, but no task this run reads holds it; rebuild the "
+                                    f"scenario with `drake partition`")
+                seen.setdefault(self.rows.task_of[sid], None)
             self.client_tasks.append(list(seen))
         if eval_per_task is not None:
             self.test_ids = {t: ids[:eval_per_task] for t, ids in self.test_ids.items()}
 
+    def started_tasks(self, client: int, round_: int) -> list[str]:
+        """The client's own tasks with at least one sample arrived by the end of ``round_``, in
+        stream order: the tasks its Self (and other clients' Others) may score at that point."""
+        arrived = {self.rows.task_of[sid] for sid in self.streams[client].seen(round_)}
+        return [t for t in self.client_tasks[client] if t in arrived]
+
     def sample(self, sid: str) -> Mapping[str, Any]:
-        return self._rows[sid]
+        return self.rows.get([sid])[0]
 
     def samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
-        return [self._rows[i] for i in ids]
+        return self.rows.get(ids)
 
-    def public_samples(self, limit: int | None = None) -> list[Mapping[str, Any]]:
+    def public_samples(self, limit: int | None = None) -> Sequence[Mapping[str, Any]]:
         """Training samples of the benchmark's public tasks (none for most real benchmarks),
-        in stable order; what one-off alignment steps may use."""
-        return self.samples(self.public_ids[:limit])
+        in stable order; what one-off alignment steps may use. Indexed on first call, and each
+        row read only when the sequence is indexed or sliced."""
+        if self._public is None:
+            self._public = RowStore(self.root, self._public_shards)
+        return LazyRows(self._public, list(self._public.ids())[:limit])
 
     @property
     def manifest_path(self) -> Path:

@@ -1,14 +1,21 @@
 """The local runtime: one process, one frozen base model per architecture, swapped adapters.
 
 Round r:
-  1. sample clients (fraction ``frac``; draws from ``default_rng([seed, r])``);
+  1. sample clients (fraction ``frac``; draws from ``default_rng([seed, r])``; with
+     ``first_round_all`` every client takes part in round 0, as pFedMMA's protocol);
   2. each sampled client, in id order, loads its pending server message, trains on batches
      drawn from its episodic memory (all samples streamed to it by round r) and uploads;
   3. at evaluation rounds every client is scored on every task with the adapters it holds right
-     after its local training (as the FedMosaic code evaluates), giving Self and Others;
+     after its local training (as the FedMosaic code evaluates), giving Self and Others over
+     the tasks that have started by then (``eval_tasks="all"``: over every task);
   4. the method aggregates the uploads into per-client messages, delivered at the client's
      next turn;
   5. a checkpoint (safetensors + JSON) is written atomically.
+
+After the last round, a method with a post-FL stage (TAP's distillation) runs it on every
+client, after delivering the client's pending message; the evaluation that follows replaces the
+last point. Evaluation, checkpointing and ``metrics.jsonl`` are :class:`Hook` objects around
+this loop (pfl-research's callbacks); a run takes more through ``hooks=``.
 
 Every random draw is a function of (seed, round, client), so a run resumed from the checkpoint
 of round k continues exactly as the unbroken run would.
@@ -31,7 +38,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from baselines.base import ClientInfo, Payload, get_method
+from baselines.base import ClientInfo, Method, Payload, get_method
 from drake.errors import DrakeError
 from drake.runtime.client import ClientRecord, PeftAdapters, RuntimeClient
 from drake.runtime.data import FederatedData
@@ -60,6 +67,7 @@ class RunConfig:
     eval_every: int = 1
     eval_per_task: int | None = 20
     frac: float = 1.0
+    first_round_all: bool = False
     mc_scoring: str = "generate"
     max_new_tokens: int = 8
     model_mix: str | None = None
@@ -68,6 +76,10 @@ class RunConfig:
     pretrained: bool = True
     model_cache: str | None = None
     on_client_error: str = "stop"
+    #: Which tasks Self/Others average at each evaluation point: ``started`` (each client's
+    #: tasks with a sample arrived by then, as the FedMosaic code's anytime evaluation) or
+    #: ``all`` (every task of the scenario, arrived or not).
+    eval_tasks: str = "started"
     #: Also score the clients before any training (written to metrics.jsonl as round 0, and
     #: kept out of results.json's curves so that A_last / A_AUC keep the paper's definition).
     eval_initial: bool = False
@@ -76,6 +88,8 @@ class RunConfig:
     def validate(self) -> None:
         if self.mc_scoring not in ("generate", "loglik"):
             raise ValueError(f"mc_scoring must be generate or loglik, got {self.mc_scoring!r}")
+        if self.eval_tasks not in ("started", "all"):
+            raise ValueError(f"eval_tasks must be started or all, got {self.eval_tasks!r}")
         if self.on_client_error not in ("stop", "skip"):
             raise ValueError(f"on_client_error must be stop or skip, got {self.on_client_error!r}")
         if not 0 < self.frac <= 1:
@@ -98,12 +112,109 @@ def _unflatten(prefix: str, flat: Mapping[str, torch.Tensor]) -> dict[str, torch
     return {k[len(prefix):]: v for k, v in flat.items() if k.startswith(prefix)}
 
 
+def sample_clients(n: int, frac: float, seed: int, round_: int, *,
+                   first_round_all: bool = False) -> list[int]:
+    """The clients that train in round ``round_``, in id order.
+
+    ``max(1, round(frac * n))`` of the ``n`` clients, drawn without replacement from
+    ``default_rng([seed, round_])`` (so a resumed run draws the same); everyone when that is all
+    of them, or in round 0 with ``first_round_all``.
+    """
+    k = max(1, round(frac * n))
+    if k >= n or (first_round_all and round_ == 0):
+        return list(range(n))
+    rng = np.random.default_rng([seed, round_])
+    return sorted(rng.choice(n, size=k, replace=False).tolist())
+
+
+@dataclass
+class RunState:
+    """What the round loop carries from round to round, and checkpoints."""
+
+    records: dict[int, ClientRecord]
+    pending: dict[int, Payload]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    comm: dict[str, list[int]] = field(default_factory=lambda: {"up": [], "down": []})
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    initial: dict[str, Any] | None = None
+    round: int = -1  # the last finished round
+    post_fl: bool = False  # whether the post-FL stage has run
+
+
+class Hook:
+    """A step around the round loop (pfl-research's callbacks); override what you need.
+
+    Built in, in this order: :class:`Evaluate`, :class:`Checkpoint`, :class:`MetricsLog`; a run
+    takes more through ``LocalRuntime(..., hooks=[...])``, called after those.
+    """
+
+    def on_train_end(self, runtime: LocalRuntime, st: RunState, r: int) -> None:
+        """After the local training of round ``r``, before aggregation."""
+
+    def on_round_end(self, runtime: LocalRuntime, st: RunState, r: int) -> None:
+        """After round ``r``'s aggregation."""
+
+    def on_post_fl(self, runtime: LocalRuntime, st: RunState) -> None:
+        """After the post-FL stage (methods that have one)."""
+
+
+class Evaluate(Hook):
+    """Score every client at evaluation rounds (right after local training, as the FedMosaic
+    code does) and after the post-FL stage, which then gives the last point."""
+
+    def on_train_end(self, runtime, st, r):
+        if (r + 1) % runtime.cfg.eval_every == 0 or r == runtime.rounds - 1:
+            st.history.append(runtime._point(r + 1, r, runtime.evaluate(st.records, r)))
+
+    def on_post_fl(self, runtime, st):
+        last = runtime.rounds - 1
+        point = runtime._point(runtime.rounds, last, runtime.evaluate(st.records, last))
+        point["post_fl"] = True
+        if st.history and st.history[-1]["round"] == runtime.rounds:
+            st.history[-1] = point
+        else:
+            st.history.append(point)
+
+
+class Checkpoint(Hook):
+    """Write the run's state atomically after every round and after the post-FL stage."""
+
+    def on_round_end(self, runtime, st, r):
+        runtime._save_checkpoint(st)
+
+    def on_post_fl(self, runtime, st):
+        runtime._save_checkpoint(st)
+
+
+class MetricsLog(Hook):
+    """Rewrite ``metrics.jsonl`` (one line per evaluation point) whenever a point may be new."""
+
+    def on_round_end(self, runtime, st, r):
+        runtime._write_metrics(st)
+
+    def on_post_fl(self, runtime, st):
+        runtime._write_metrics(st)
+
+
+class _StopAfter(Hook):
+    """Testing: raise as a crash would, right after round ``k``'s checkpoint."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def on_round_end(self, runtime, st, r):
+        if r >= self.k:
+            raise DrakeError(f"run stopped after round {r} (test hook)")
+
+
 class LocalRuntime:
     """Run a method on a scenario of a built benchmark; see the module docstring."""
 
-    def __init__(self, config: RunConfig, progress: Callable | None = None) -> None:
+    def __init__(self, config: RunConfig, progress: Callable | None = None,
+                 hooks: Sequence[Hook] = ()) -> None:
         config.validate()
         self.cfg = config
+        self.hooks = list(hooks)
         self.out = Path(config.out)
         self.progress = progress
         self.method = get_method(config.method)(lr=config.lr, **config.method_hparams)
@@ -116,6 +227,16 @@ class LocalRuntime:
             raise DrakeError(f"benchmark {spec['name']} has no model mix {mix!r}; known: "
                              f"{sorted(mixes)}")
         self.mix = mix
+        #: each task's metrics, as its spec lists them (the first one scores Self/Others)
+        self.task_metrics = {t["id"]: tuple(t["metrics"]) for t in spec["tasks"]}
+        from evaluators import MetricInputError, resolve
+
+        for task, names in self.task_metrics.items():
+            for name in names:  # an unknown metric fails here, not after hours of training
+                try:
+                    resolve(name)
+                except MetricInputError as exc:
+                    raise DrakeError(f"task {task!r} of {spec['name']}: {exc}") from exc
         # clients beyond the mix's length (e.g. a 100-client iid scenario) cycle through it
         self.models = [mixes[mix][c % len(mixes[mix])] for c in range(self.data.num_clients)]
         self.rounds = self.data.rounds
@@ -126,6 +247,7 @@ class LocalRuntime:
     # --- set-up ------------------------------------------------------------------------------
     def _load_models(self) -> None:
         from drake.models import ZOO, add_lora, load_model
+        from drake.models.zoo import cache_dir as default_cache_dir
 
         self.bundles, self.controls, self.init_state = {}, {}, {}
         cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
@@ -168,8 +290,9 @@ class LocalRuntime:
                 control = PeftAdapters(model, list(self.method.adapters()))
             bundle.model = control.model
             self.controls[arch] = control
+        # methods cache reusable artefacts next to the models, never in a folder of their own
         self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
-                          cache_dir=cache)
+                          cache_dir=cache if cache is not None else default_cache_dir())
         for arch, control in self.controls.items():
             self.init_state[arch] = {n: control.state(n) for n in control.names}
 
@@ -213,14 +336,12 @@ class LocalRuntime:
 
         return answer
 
-    def _score(self, samples, predictions) -> float:
-        from evaluators import token_f1
+    def _score(self, task: str, samples, predictions) -> float:
+        """The task's score by the first (primary) metric its spec lists, through the metric
+        registry (accuracy for multiple choice, token F1 for drake-synth's open tasks, ...)."""
+        from evaluators import score_task
 
-        if samples[0]["choices"]:
-            right = [p is not None and s["choices"][p] == s["answer"]
-                     for p, s in zip(predictions, samples)]
-            return 100.0 * float(np.mean(right))
-        return float(token_f1([str(p) for p in predictions], [s["answer"] for s in samples]))
+        return score_task(self.task_metrics[task][0], predictions, samples)
 
     def evaluate(self, records: Mapping[int, ClientRecord], round_: int,
                  batch: int = 32) -> dict[int, dict[str, float]]:
@@ -244,28 +365,34 @@ class LocalRuntime:
             scores[c] = {}
             for task in tasks:
                 idx = [i for i, t in enumerate(owner) if t == task]
-                scores[c][task] = self._score([samples[i] for i in idx], [preds[i] for i in idx])
+                scores[c][task] = self._score(task, [samples[i] for i in idx],
+                                              [preds[i] for i in idx])
         return scores
 
-    def _point(self, round_: int, scores: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
-        s, o = self._self_others(scores)
-        return {"round": round_, "self": s, "others": o,
-                "scores": {str(c): dict(v) for c, v in scores.items()}}
-
-    def _self_others(self, scores: Mapping[int, Mapping[str, float]]) -> tuple[float, float]:
+    def _point(self, label: int, round_: int,
+               scores: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
+        """The metrics.jsonl line of the evaluation after training round ``round_``."""
         from evaluators import self_others
 
         tasks = {c: self.data.client_tasks[c] for c in scores}
-        res = self_others({c: dict(s) for c, s in scores.items()}, tasks)
-        return res.self_score, res.others_score
+        started = None
+        point: dict[str, Any] = {"round": label}
+        if self.cfg.eval_tasks == "started":
+            started = {c: self.data.started_tasks(c, round_) for c in scores}
+            point["started"] = {str(c): v for c, v in started.items()}
+        res = self_others({c: dict(s) for c, s in scores.items()}, tasks, started)
+        return {**point, "self": res.self_score, "others": res.others_score,
+                "scores": {str(c): dict(v) for c, v in scores.items()}}
 
     # --- checkpoints ---------------------------------------------------------------------------
-    def _save_checkpoint(self, round_: int, records, pending, state: dict[str, Any]) -> None:
+    def _save_checkpoint(self, run: RunState) -> None:
+        records, pending = run.records, run.pending
         flat: dict[str, torch.Tensor] = {}
         optim_meta: dict[str, Any] = {}
         for c, rec in records.items():
             for name, st in rec.adapters.items():
                 _flatten(f"client/{c}/adapter/{name}/", st, flat)
+            _flatten(f"client/{c}/state/", rec.state, flat)
             for name, opt in rec.optim.items():
                 groups = opt["param_groups"]
                 optim_meta[f"{c}/{name}"] = {"param_groups": groups, "state": {}}
@@ -289,8 +416,9 @@ class LocalRuntime:
         tmp.mkdir(parents=True)
         save_file(flat, str(tmp / "state.safetensors"))
         (tmp / "state.json").write_text(json.dumps(
-            {"round": round_, "optim": optim_meta, "pending": pending_meta, **state},
-            sort_keys=True))
+            {"round": run.round, "optim": optim_meta, "pending": pending_meta,
+             "history": run.history, "comm": run.comm, "errors": run.errors,
+             "initial": run.initial, "post_fl": run.post_fl}, sort_keys=True))
         final = self.out / "checkpoint"
         old = self.out / "checkpoint.old"
         if final.exists():
@@ -309,6 +437,7 @@ class LocalRuntime:
         for c, rec in records.items():
             for name in list(rec.adapters):
                 rec.adapters[name] = _unflatten(f"client/{c}/adapter/{name}/", flat)
+            rec.state = _unflatten(f"client/{c}/state/", flat)
             for key, om in meta["optim"].items():
                 cs, name = key.split("/", 1)
                 if int(cs) != c:
@@ -324,7 +453,9 @@ class LocalRuntime:
                 {name: _unflatten(f"pending/{cs}/{name}/", flat) for name in pm["adapters"]},
                 pm["meta"])
         self.method.load_server_state(_unflatten("server/", flat))
-        return meta, records, pending
+        return RunState(records, pending, history=meta["history"], comm=meta["comm"],
+                        errors=meta["errors"], initial=meta.get("initial"), round=meta["round"],
+                        post_fl=meta.get("post_fl", False))
 
     # --- the loop ------------------------------------------------------------------------------
     def run(self, _stop_after: int | None = None) -> dict[str, Any]:
@@ -340,57 +471,78 @@ class LocalRuntime:
             raise DrakeError(f"{self.out} holds a run with another config; choose a new --out "
                              f"or delete it")
         config_path.write_text(cfg_json + "\n")
-        loaded = self._load_checkpoint()
-        if loaded:
-            meta, records, pending = loaded
-            start = meta["round"] + 1
-            history = meta["history"]
-            comm = meta["comm"]
-            errors = meta["errors"]
-            initial = meta.get("initial")
-            log.info("resuming %s from round %d", self.out, start)
+        st = self._load_checkpoint()
+        if st is not None:
+            log.info("resuming %s from round %d", self.out, st.round + 1)
         else:
-            records, pending = self._fresh_records(), {}
-            start, history, errors = 0, [], []
-            comm = {"up": [], "down": []}
-            initial = None
+            st = RunState(self._fresh_records(), {})
             if self.cfg.eval_initial:
-                initial = self._point(0, self.evaluate(records, 0))
-                initial["initial"] = True
+                st.initial = self._point(0, 0, self.evaluate(st.records, 0))
+                st.initial["initial"] = True
+        hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
+        if _stop_after is not None:
+            hooks.append(_StopAfter(_stop_after))
         t0 = time.perf_counter()
-        rounds_iter = range(start, self.rounds)
+        rounds_iter = range(st.round + 1, self.rounds)
         if self.progress:
-            rounds_iter = self.progress(rounds_iter, self.rounds - start)
+            rounds_iter = self.progress(rounds_iter, self.rounds - st.round - 1)
         for r in rounds_iter:
-            uploads = self.train_round(r, records, pending, errors)
+            uploads = self.train_round(r, st.records, st.pending, st.errors)
+            for hook in hooks:
+                hook.on_train_end(self, st, r)
             infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)))
                      for c in range(self.data.num_clients)}
-            if (r + 1) % self.cfg.eval_every == 0 or r == self.rounds - 1:
-                history.append(self._point(r + 1, self.evaluate(records, r)))
             messages = self.method.aggregate(uploads, infos, r) if uploads else {}
-            pending.update(messages)
-            comm["up"].append(sum(u.nbytes() for u in uploads.values()))
-            comm["down"].append(sum(m.nbytes() for m in messages.values()))
-            self._save_checkpoint(r, records, pending,
-                                  {"history": history, "comm": comm, "errors": errors,
-                                   "initial": initial})
-            self._write_metrics(([initial] if initial else []) + history)
-            if _stop_after is not None and r >= _stop_after:
-                raise DrakeError(f"run stopped after round {r} (test hook)")
-        results = self._results(history, comm, errors, time.perf_counter() - t0)
+            st.pending.update(messages)
+            st.comm["up"].append(sum(u.nbytes() for u in uploads.values()))
+            st.comm["down"].append(sum(m.nbytes() for m in messages.values()))
+            st.round = r
+            for hook in hooks:
+                hook.on_round_end(self, st, r)
+        if self.has_post_fl and not st.post_fl:
+            self.post_fl(st)
+            for hook in hooks:
+                hook.on_post_fl(self, st)
+        results = self._results(st.history, st.comm, st.errors, time.perf_counter() - t0)
         (self.out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
                                                + "\n")
         return results
+
+    @property
+    def has_post_fl(self) -> bool:
+        """Whether the method has a post-FL stage (TAP's distillation)."""
+        return type(self.method).post_fl is not Method.post_fl
+
+    def post_fl(self, st: RunState) -> None:
+        """Every client's post-FL stage after the last round (its pending message delivered
+        first), saved to its record."""
+        last = self.rounds - 1
+        for c in range(self.data.num_clients):
+            handle = self._handle(c, st.records[c], last)
+            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, last, c, 29])
+                                  .integers(2**31)))
+            try:
+                msg = st.pending.pop(c, None)
+                if msg is not None:
+                    self.method.receive(handle, msg)
+                self.method.post_fl(handle)
+            except Exception as exc:  # reported, then stop or skip as configured
+                st.errors.append({"round": last, "client": c, "stage": "post_fl",
+                                  "error": repr(exc)})
+                if self.cfg.on_client_error == "stop":
+                    raise ClientFailed(f"client {c} raised {exc!r} in the post-FL stage; rerun "
+                                       f"with --on-client-error skip to continue without "
+                                       f"it") from exc
+                continue
+            st.records[c] = handle.save()
+        st.post_fl = True
 
     def train_round(self, r: int, records: dict[int, ClientRecord],
                     pending: dict[int, Payload], errors: list[dict[str, Any]]
                     ) -> dict[int, Payload]:
         """Local training of round ``r`` for the sampled clients; returns their uploads."""
-        rng = np.random.default_rng([self.cfg.seed, r])
-        n = self.data.num_clients
-        k = max(1, round(self.cfg.frac * n))
-        sampled = sorted(rng.choice(n, size=k, replace=False).tolist()) if k < n \
-            else list(range(n))
+        sampled = sample_clients(self.data.num_clients, self.cfg.frac, self.cfg.seed, r,
+                                 first_round_all=self.cfg.first_round_all)
         uploads: dict[int, Payload] = {}
         for c in sampled:
             handle = self._handle(c, records[c], r)
@@ -413,9 +565,10 @@ class LocalRuntime:
             uploads[c] = upload
         return uploads
 
-    def _write_metrics(self, history: list[dict[str, Any]]) -> None:
+    def _write_metrics(self, st: RunState) -> None:
+        points = ([st.initial] if st.initial else []) + st.history
         tmp = self.out / "metrics.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in history))
+        tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in points))
         os.replace(tmp, self.out / "metrics.jsonl")
 
     def _results(self, history, comm, errors, wall) -> dict[str, Any]:

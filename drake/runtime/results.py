@@ -63,6 +63,7 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
     scores = [[h["scores"][str(c)] for c in range(n)] for h in history]
     hparams = {**runtime.method.hparams, "local_steps": runtime.steps,
                "batch_size": cfg.batch_size, "rounds": runtime.rounds, "frac": cfg.frac,
+               "first_round_all": cfg.first_round_all,
                "eval_per_task": cfg.eval_per_task if cfg.eval_per_task is not None else -1,
                "pretrained": cfg.pretrained, "data_scenario": data.scenario}
     if cfg.lora_r:
@@ -98,7 +99,8 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
         "cost": {"comm_bytes_up_per_round": comm["up"], "comm_bytes_down_per_round": comm["down"],
                  "wall_time_s": round(wall, 3),
                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
-        "scoring": {"mc_scoring": cfg.mc_scoring, "bertscore_model": None},
+        "scoring": {"mc_scoring": cfg.mc_scoring, "bertscore_model": None,
+                    "eval_tasks": cfg.eval_tasks},
         "software": {"package_version": __version__, "git_hash": _git_hash(),
                      "python": platform.python_version(), "torch": torch.__version__,
                      "transformers": transformers.__version__},

@@ -105,3 +105,15 @@ def test_personalised_vs_global():
         personalised_vs_global({"a": 1}, {"a": 1}, {"a": 0})
     with pytest.raises(MetricInputError, match="empty"):
         personalised_vs_global({}, {})
+
+
+def test_anytime_started_per_client():
+    r = self_others(SCORES, TASKS, started={0: {"a"}, 1: {"c"}, 2: {"d", "e"}})
+    # Self: 80, 90, 80. Others: c0 on c,d,e = 20; c1 on a,d,e = 40; c2 on a,c = 30
+    assert r.per_client_self == {0: 80.0, 1: 90.0, 2: 80.0}
+    assert r.others_score == pytest.approx(30.0)
+    # a task another client has not started yet stays out of Others
+    r = self_others(SCORES, TASKS, started={0: {"a"}, 1: {"c"}, 2: {"d"}})
+    assert r.per_client_others == {0: 25.0, 1: 45.0, 2: 30.0}
+    with pytest.raises(MetricInputError, match="no entry for client 2"):
+        self_others(SCORES, TASKS, started={0: {"a"}, 1: {"c"}})

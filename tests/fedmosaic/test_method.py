@@ -80,9 +80,18 @@ def test_fedmosaic_resumes_to_the_same_numbers(data, tmp_path, unbroken):
     out = tmp_path / "run"
     with pytest.raises(DrakeError, match="stopped after round 0"):
         LocalRuntime(config(data, out, "fedmosaic")).run(_stop_after=0)
-    resumed = LocalRuntime(config(data, out, "fedmosaic")).run()
+    runtime = LocalRuntime(config(data, out, "fedmosaic"))
+    resumed = runtime.run()
     assert resumed["metrics"] == unbroken["metrics"]
     assert resumed["curves"] == unbroken["curves"]
+    # each client's SIMA average ĝ is checkpointed with the client, not held by the method
+    from safetensors.torch import load_file
+
+    keys = set(load_file(str(out / "checkpoint" / "state.safetensors")))
+    assert {f"client/{c}/state/sima.ghat" for c in range(10)} <= keys
+    assert not any(k.startswith("server/tracker") for k in keys)
+    tracker = runtime.method.tracker
+    assert not (tracker._decayed or tracker._sum or tracker._count)
 
 
 def test_ablations_run_and_homo_refuses_two_architectures(data, tmp_path):

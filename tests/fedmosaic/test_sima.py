@@ -105,6 +105,13 @@ def test_tracker_samples_every_f_steps_and_decays_per_round():
     restored = GradientTracker(alpha=0.3)
     restored.load_state_dict(tracker.state_dict())
     torch.testing.assert_close(restored.decayed(7), tracker.decayed(7))
+    # a client's entries travel out to its record and back in (mid-round sums included)
+    tracker.add(7, torch.tensor([2.0, 2.0]), round=2)
+    held = tracker.pop_client(7)
+    assert set(held) == {"ghat", "sum", "count"} and tracker.decayed(7) is None
+    tracker.put_client(7, held)
+    torch.testing.assert_close(tracker.end_round(7), 0.7 * torch.tensor([0.72, 0.63])
+                               + 0.3 * torch.tensor([2.0, 2.0]))
     copy = GradientTracker(alpha=0.5, first="copy")  # public code: first ĝ is the gradient itself
     copy.add(0, torch.tensor([2.0, 2.0]), round=0)
     torch.testing.assert_close(copy.end_round(0), torch.tensor([2.0, 2.0]))

@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from baselines.base import Method, Payload, register
 from drake.build import build
@@ -12,7 +13,7 @@ from drake.cli import main
 from drake.errors import DrakeError
 from drake.registry import get_benchmark
 from drake.runtime import LocalRuntime, RunConfig
-from drake.runtime.local import ClientFailed
+from drake.runtime.local import ClientFailed, Hook
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +150,120 @@ def test_initial_evaluation_is_logged_and_kept_out_of_the_curves(data, tmp_path,
     assert lines[0]["initial"] is True and len(lines[0]["scores"]) == 10
     # the extra evaluation changes neither training nor the reported curves
     assert res["curves"] == unbroken["curves"] and res["metrics"] == unbroken["metrics"]
+
+
+@register
+class FirstTaskOracle(Method):
+    """Answers a sample right exactly when it belongs to the client's first task (no model)."""
+
+    name = "test-first-task"
+    first: dict[int, str] = {}
+
+    def local_train(self, client):
+        return Payload()
+
+    def aggregate(self, uploads, clients, round):
+        return {}
+
+    def predict(self, client, samples, answer):
+        out = []
+        for s in samples:
+            right = s["task"] == self.first[client.id]
+            if s["choices"]:
+                idx = s["choices"].index(s["answer"])
+                out.append(idx if right else (idx + 1) % len(s["choices"]))
+            else:
+                out.append(s["answer"] if right else "")
+        return out
+
+
+@pytest.mark.parametrize("eval_tasks", ["started", "all"])
+def test_self_scores_only_started_tasks_and_a_auc_is_hand_computed(data, tmp_path, eval_tasks):
+    """drake-synth tiny, dynamic: 4 tasks per client, 5 of 20 stream rounds each, so with 4
+    runtime rounds task k arrives in round k. Every client answers only its first task right.
+    Over started tasks Self is 100/k after round k (100, 50, 33.3, 25); over all tasks it
+    would be 25 throughout. Others never contains a client's first task: 0."""
+    runtime = LocalRuntime(config(data, tmp_path / eval_tasks, method="test-first-task",
+                                  rounds=4, local_steps=1, eval_tasks=eval_tasks))
+    FirstTaskOracle.first = {c: t[0] for c, t in enumerate(runtime.data.client_tasks)}
+    res = runtime.run()
+    if eval_tasks == "started":
+        assert res["curves"]["self"] == pytest.approx([100.0, 50.0, 100 / 3, 25.0])
+        # (1/3) * ((100+50)/2 + (50+33.33)/2 + (33.33+25)/2) over rounds 1..4
+        assert res["metrics"]["self_a_auc"] == pytest.approx(48.61111, abs=1e-4)
+        lines = [json.loads(x) for x in (tmp_path / eval_tasks / "metrics.jsonl")
+                 .read_text().splitlines()]
+        assert [len(p["started"]["0"]) for p in lines] == [1, 2, 3, 4]
+    else:
+        assert res["curves"]["self"] == pytest.approx([25.0] * 4)
+        assert res["metrics"]["self_a_auc"] == pytest.approx(25.0)
+    assert res["curves"]["others"] == pytest.approx([0.0] * 4)
+    assert res["scoring"]["eval_tasks"] == eval_tasks
+
+
+@register
+class PostFLOracle(FirstTaskOracle):
+    """After federated training, its post-FL stage makes every client answer everything right."""
+
+    name = "test-post-fl"
+
+    def post_fl(self, client):
+        if client.id == 0 and self.crash_once:
+            type(self).crash_once = False
+            raise RuntimeError("crash in post-FL")
+        client.state["post_fl_done"] = torch.ones(1)
+
+    def predict(self, client, samples, answer):
+        if "post_fl_done" in client.state:
+            return [s["choices"].index(s["answer"]) if s["choices"] else s["answer"]
+                    for s in samples]
+        return super().predict(client, samples, answer)
+
+
+def test_post_fl_runs_once_after_the_last_round_and_gives_the_last_point(data, tmp_path):
+    cfg = config(data, tmp_path / "run", method="test-post-fl", rounds=4, local_steps=1)
+    first = LocalRuntime(cfg)
+    FirstTaskOracle.first = {c: t[0] for c, t in enumerate(first.data.client_tasks)}
+    PostFLOracle.crash_once = True
+    with pytest.raises(ClientFailed, match="post-FL stage"):
+        first.run()
+    res = LocalRuntime(cfg).run()  # resumes after round 3: only the post-FL stage is left
+    assert res["curves"]["self"] == pytest.approx([100.0, 50.0, 100 / 3, 100.0])
+    assert res["curves"]["others"][-1] == pytest.approx(100.0)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
+             .splitlines()]
+    assert [p["round"] for p in lines] == [1, 2, 3, 4] and lines[-1]["post_fl"] is True
+    state = json.loads((tmp_path / "run" / "checkpoint" / "state.json").read_text())
+    assert state["post_fl"] is True and state["round"] == 3
+
+
+class CountRounds(Hook):
+    def __init__(self):
+        self.seen = []
+
+    def on_round_end(self, runtime, st, r):
+        self.seen.append((r, len(st.history)))
+
+
+def test_extra_hooks_see_every_round_after_the_built_in_ones(data, tmp_path):
+    hook = CountRounds()
+    LocalRuntime(config(data, tmp_path / "h", method="sft", rounds=2, local_steps=1,
+                        eval_every=2), hooks=[hook]).run()
+    assert hook.seen == [(0, 0), (1, 1)]
+
+
+def test_tasks_are_scored_by_the_metric_their_spec_lists(data, tmp_path):
+    runtime = LocalRuntime(config(data, tmp_path / "m", method="sft", rounds=1))
+    open_task = next(t for t, m in runtime.task_metrics.items() if m == ("token_f1",))
+    mc_task = next(t for t, m in runtime.task_metrics.items() if m == ("accuracy",))
+    samples = [{"answer": "two red circles", "choices": []}, {"answer": "one", "choices": []}]
+    preds = ["two red squares", "one"]
+    assert runtime._score(open_task, samples, preds) == pytest.approx((200 / 3 + 100) / 2)
+    runtime.task_metrics[open_task] = ("exact_match",)
+    assert runtime._score(open_task, samples, preds) == pytest.approx(50.0)
+    mc = [{"answer": "b", "choices": ["a", "b"]}, {"answer": "a", "choices": ["a", "b"]}]
+    assert runtime._score(mc_task, mc, [1, None]) == pytest.approx(50.0)
+    from evaluators import MetricInputError
+
+    with pytest.raises(MetricInputError, match="not an option index"):
+        runtime._score(mc_task, mc, [1, 5])
