@@ -134,7 +134,7 @@ def add_cli(subparsers: Any) -> None:
     p.set_defaults(func=cmd_models_list)
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
-                       "and cache them (offline; about an hour on two CPU cores; the suite "
+                       "and cache them (offline; about two hours on two CPU cores; the suite "
                        "ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{' or '.join(TINY_MODELS)}, or all (default)")
