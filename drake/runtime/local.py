@@ -80,8 +80,9 @@ class RunConfig:
     #: tasks with a sample arrived by then, as the FedMosaic code's anytime evaluation) or
     #: ``all`` (every task of the scenario, arrived or not).
     eval_tasks: str = "started"
-    #: Also score the clients before any training (written to metrics.jsonl as round 0, and
-    #: kept out of results.json's curves so that A_last / A_AUC keep the paper's definition).
+    #: Also score the clients before any training (written to metrics.jsonl as round 0, over
+    #: every task so that it compares with A_last, and kept out of results.json's curves so
+    #: that A_last / A_AUC keep the paper's definition).
     eval_initial: bool = False
     method_hparams: dict[str, Any] = field(default_factory=dict)
 
@@ -369,15 +370,16 @@ class LocalRuntime:
                                               [preds[i] for i in idx])
         return scores
 
-    def _point(self, label: int, round_: int,
-               scores: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
-        """The metrics.jsonl line of the evaluation after training round ``round_``."""
+    def _point(self, label: int, round_: int, scores: Mapping[int, Mapping[str, float]], *,
+               every_task: bool = False) -> dict[str, Any]:
+        """The metrics.jsonl line of the evaluation after training round ``round_``
+        (``every_task``: average over all tasks whatever ``eval_tasks`` says)."""
         from evaluators import self_others
 
         tasks = {c: self.data.client_tasks[c] for c in scores}
         started = None
         point: dict[str, Any] = {"round": label}
-        if self.cfg.eval_tasks == "started":
+        if self.cfg.eval_tasks == "started" and not every_task:
             started = {c: self.data.started_tasks(c, round_) for c in scores}
             point["started"] = {str(c): v for c, v in started.items()}
         res = self_others({c: dict(s) for c, s in scores.items()}, tasks, started)
@@ -477,7 +479,9 @@ class LocalRuntime:
         else:
             st = RunState(self._fresh_records(), {})
             if self.cfg.eval_initial:
-                st.initial = self._point(0, 0, self.evaluate(st.records, 0))
+                # the untrained reference averages every task, as A_last does at the end of a
+                # stream, so that the two compare (round 0 alone has only first tasks started)
+                st.initial = self._point(0, 0, self.evaluate(st.records, 0), every_task=True)
                 st.initial["initial"] = True
         hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
         if _stop_after is not None:

@@ -148,6 +148,9 @@ def test_initial_evaluation_is_logged_and_kept_out_of_the_curves(data, tmp_path,
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [p["round"] for p in lines] == [0, 1, 2, 3]
     assert lines[0]["initial"] is True and len(lines[0]["scores"]) == 10
+    # the untrained reference averages every task (like A_last), the curve's points only the
+    # started ones
+    assert "started" not in lines[0] and len(lines[1]["started"]["0"]) < 4
     # the extra evaluation changes neither training nor the reported curves
     assert res["curves"] == unbroken["curves"] and res["metrics"] == unbroken["metrics"]
 
