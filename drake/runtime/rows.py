@@ -5,7 +5,9 @@ so holding every row in memory makes a ``large`` build cost what it weighs. Inst
 run needs is converted once into an Arrow IPC file in the cache (``$DRAKE_CACHE/arrow``, named by
 the shard's sha256 from the manifest, so builds and runs share them and a changed shard gets a
 new file) and memory-mapped: reading a row touches only its pages. Only the ``id`` and ``task``
-columns are read up front, to index the rows.
+columns are read up front, to index the rows. The manifest's sha256 is trusted as the name:
+:class:`~drake.runtime.data.FederatedData` verifies every shard against it first (unless told
+``check=False``).
 """
 
 from __future__ import annotations
