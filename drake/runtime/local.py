@@ -222,6 +222,12 @@ class LocalRuntime:
         self.data = FederatedData(Path(config.data), config.scenario, rounds=config.rounds,
                                   eval_per_task=config.eval_per_task)
         spec = self.data.spec
+        if spec.get("protocol", "self_others") != "self_others":
+            raise DrakeError(
+                f"benchmark {spec['name']} is evaluated by the {spec['protocol']!r} protocol; "
+                f"`drake eval` runs only the self_others protocol so far (drake, hflb, "
+                f"drake-synth); the evaluators score the other protocols' predictions "
+                f"(evaluators.base_novel_hm, per_domain_accuracy, the generation metrics)")
         mixes = spec.get("model_mixes", {})
         mix = config.model_mix or spec.get("default_mix")
         if mix not in mixes:
