@@ -24,6 +24,7 @@ of round k continues exactly as the unbroken run would.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -36,14 +37,19 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from baselines.base import ClientInfo, Method, Payload, get_method
+from drake.build import sha256_file
 from drake.errors import DrakeError
 from drake.runtime.client import ClientRecord, PeftAdapters, RuntimeClient
 from drake.runtime.data import FederatedData
 
 log = logging.getLogger(__name__)
+
+
+CHECKPOINT_FILES = ("state.safetensors", "state.json")
 
 
 class ClientFailed(DrakeError):
@@ -98,6 +104,13 @@ class RunConfig:
         for name in ("batch_size", "eval_every", "compute_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("rounds", "local_steps", "eval_per_task", "lora_r", "lora_alpha"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 (or left out for the default), got "
+                                 f"{value}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
 
     def sha256(self) -> str:
         keep = {k: v for k, v in asdict(self).items() if k not in ("out", "data", "model_cache")}
@@ -111,6 +124,20 @@ def _flatten(prefix: str, state: Mapping[str, torch.Tensor], out: dict[str, torc
 
 def _unflatten(prefix: str, flat: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k[len(prefix):]: v for k, v in flat.items() if k.startswith(prefix)}
+
+
+def make_method(name: str, lr: float, hparams: Mapping[str, Any]) -> Method:
+    """The method ``name`` with its hyper-parameters; a key the method does not declare is an
+    error that lists the ones it does (a typo never silently runs the default)."""
+    cls = get_method(name)
+    known = sorted(p.name for p in inspect.signature(cls.__init__).parameters.values()
+                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                   and p.name not in ("self", "lr"))
+    unknown = sorted(set(hparams) - set(known))
+    if unknown:
+        raise DrakeError(f"method {name} has no hyper-parameter {', '.join(map(repr, unknown))};"
+                         f" its --hp keys are: {', '.join(known) or 'none (only --lr)'}")
+    return cls(lr=lr, **hparams)
 
 
 def sample_clients(n: int, frac: float, seed: int, round_: int, *,
@@ -218,7 +245,7 @@ class LocalRuntime:
         self.hooks = list(hooks)
         self.out = Path(config.out)
         self.progress = progress
-        self.method = get_method(config.method)(lr=config.lr, **config.method_hparams)
+        self.method = make_method(config.method, config.lr, config.method_hparams)
         self.data = FederatedData(Path(config.data), config.scenario, rounds=config.rounds,
                                   eval_per_task=config.eval_per_task)
         spec = self.data.spec
@@ -427,20 +454,38 @@ class LocalRuntime:
             {"round": run.round, "optim": optim_meta, "pending": pending_meta,
              "history": run.history, "comm": run.comm, "errors": run.errors,
              "initial": run.initial, "post_fl": run.post_fl}, sort_keys=True))
+        (tmp / "sha256.json").write_text(json.dumps(
+            {n: sha256_file(tmp / n) for n in CHECKPOINT_FILES}, sort_keys=True))
+        # at every instant one complete checkpoint exists: checkpoint/, or checkpoint.old/
+        # between the two renames (the loader falls back to it)
         final = self.out / "checkpoint"
         old = self.out / "checkpoint.old"
         if final.exists():
+            if old.exists():
+                shutil.rmtree(old)
             os.replace(final, old)
         os.replace(tmp, final)
         if old.exists():
             shutil.rmtree(old)
 
-    def _load_checkpoint(self):
+    def _load_checkpoint(self) -> RunState | None:
+        """The run state of the last complete checkpoint, checked against its sha256 list."""
         final = self.out / "checkpoint"
-        if not (final / "state.json").exists():
+        if not final.exists() and (self.out / "checkpoint.old").exists():
+            final = self.out / "checkpoint.old"  # a save was cut between its two renames
+        if not final.exists():
             return None
-        meta = json.loads((final / "state.json").read_text())
-        flat = load_file(str(final / "state.safetensors"))
+        try:
+            sums = json.loads((final / "sha256.json").read_text())
+            for name in CHECKPOINT_FILES:
+                if sha256_file(final / name) != sums[name]:
+                    raise DrakeError(f"{final / name} does not match its sha256 in "
+                                     f"{final / 'sha256.json'}")
+            meta = json.loads((final / "state.json").read_text())
+            flat = load_file(str(final / "state.safetensors"))
+        except (OSError, ValueError, KeyError, DrakeError, SafetensorError) as exc:
+            raise DrakeError(f"the checkpoint in {final} is damaged or was changed ({exc}); "
+                             f"delete {self.out} to start the run again") from exc
         records = self._fresh_records()
         for c, rec in records.items():
             for name in list(rec.adapters):

@@ -274,3 +274,42 @@ def test_tasks_are_scored_by_the_metric_their_spec_lists(data, tmp_path):
 
     with pytest.raises(MetricInputError, match="not an option index"):
         runtime._score(mc_task, mc, [1, 5])
+
+
+def test_a_changed_or_truncated_checkpoint_is_refused_and_a_cut_save_recovers(data, tmp_path,
+                                                                              unbroken):
+    out = tmp_path / "run"
+    with pytest.raises(DrakeError, match="stopped after round 0"):
+        LocalRuntime(config(data, out)).run(_stop_after=0)
+    ckpt = out / "checkpoint"
+    pristine = {p.name: p.read_bytes() for p in ckpt.iterdir()}
+    state = json.loads(pristine["state.json"])
+    (ckpt / "state.json").write_text(json.dumps({**state, "round": 1}, sort_keys=True))
+    with pytest.raises(DrakeError, match="damaged or was changed.*state.json"):
+        LocalRuntime(config(data, out)).run()
+    (ckpt / "state.json").write_bytes(pristine["state.json"])
+    (ckpt / "state.safetensors").write_bytes(pristine["state.safetensors"][:100])
+    with pytest.raises(DrakeError, match="damaged or was changed.*state.safetensors"):
+        LocalRuntime(config(data, out)).run()
+    # a save cut between its two renames leaves only checkpoint.old: the run resumes from it
+    (ckpt / "state.safetensors").write_bytes(pristine["state.safetensors"])
+    ckpt.rename(out / "checkpoint.old")
+    resumed = LocalRuntime(config(data, out)).run()
+    assert comparable(resumed) == comparable(unbroken)
+
+
+def test_arguments_out_of_range_and_unknown_hyper_parameters_are_refused(data, tmp_path,
+                                                                         capsys):
+    for flag, value, fragment in [("--rounds", "0", "rounds must be >= 1"),
+                                  ("--rounds", "-2", "rounds must be >= 1"),
+                                  ("--eval-per-task", "0", "eval_per_task must be >= 1"),
+                                  ("--lr", "0", "lr must be > 0"),
+                                  ("--hp", "muu=0.5", "no hyper-parameter 'muu'; its --hp keys "
+                                   "are: mu")]:
+        out = tmp_path / f"o{flag}{value}"
+        argv = ["eval", "--method", "fedprox", "--data", str(data), "--untrained", flag, value,
+                "--out", str(out)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and fragment in err[0], err
+        assert not (out / "config.json").exists()  # nothing left to block a corrected rerun
