@@ -37,6 +37,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from drake.build import build, restrict_spec
     from drake.registry import get_benchmark
 
+    if args.num_proc < 1:
+        raise ValueError(f"--num-proc must be >= 1, got {args.num_proc}")
     spec = get_benchmark(args.benchmark, size=args.size)
     if args.tasks:
         spec = restrict_spec(spec, [t.strip() for item in args.tasks for t in item.split(",")

@@ -26,6 +26,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from leaderboard.errors import SubmissionError
 from leaderboard.manifests import manifest_index
@@ -118,9 +119,11 @@ def _fmt(metric: str, value: float | None) -> str:
 def _rich_table(board: RankedBoard) -> Table:
     others = metric_order({m for r in board.rows for m in r.entry.metrics} - {board.primary})
     arrow = "↑" if board.higher_is_better else "↓"
+    # every cell is Text, never markup: a submitter named "[/x]" or "[link=...]" is printed
+    # as written instead of breaking the table or spoofing a link
     table = Table(
-        title=f"{board.benchmark} {board.version} · {board.scenario} — ranked by "
-        f"{board.primary} {arrow}",
+        title=Text(f"{board.benchmark} {board.version} · {board.scenario} — ranked by "
+                   f"{board.primary} {arrow}"),
         caption="# = rank group: entries whose 95% CI overlaps the group leader's share it",
     )
     table.add_column("#", justify="right", no_wrap=True)
@@ -144,16 +147,10 @@ def _rich_table(board: RankedBoard) -> Table:
             else "–"
         )
         extra = [_fmt(m, e.metrics[m].mean) if m in e.metrics else "–" for m in others]
-        table.add_row(
-            str(row.group) if row.group is not None else "–",
-            e.method.name,
-            e.provenance,
-            main,
-            ci,
-            *extra,
-            str(e.n_seeds) if e.n_seeds is not None else "–",
-            info["source"],
-        )
+        cells = [str(row.group) if row.group is not None else "–", e.method.name, e.provenance,
+                 main, ci, *extra, str(e.n_seeds) if e.n_seeds is not None else "–",
+                 info["source"]]
+        table.add_row(*(Text(str(c)) for c in cells))
     return table
 
 

@@ -151,3 +151,13 @@ def test_hub_probe_gives_up_on_an_unreachable_host(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(sources, "HUB_HOST", "hub.invalid")
     assert sources.hub_reachable(timeout=2.0) is False
+
+
+def test_build_refuses_num_proc_below_one(tmp_path, capsys):
+    from drake.cli import main
+
+    assert main(["build", "--benchmark", "drake-synth", "--size", "tiny", "--out",
+                 str(tmp_path), "--num-proc", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--num-proc must be >= 1, got 0" in err[0], err
+    assert not any(tmp_path.iterdir())

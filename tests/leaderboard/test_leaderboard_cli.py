@@ -183,3 +183,15 @@ def test_error_stays_one_line_for_odd_file_names(tmp_path, capsys) -> None:
     assert cli("leaderboard", "validate", str(odd)) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err and "evil\\nname\\x1b[31m.json" in err
+
+
+def test_show_prints_markup_in_submitted_text_as_written(three_runs, data_dir, empty_board,
+                                                          capsys) -> None:
+    hostile = "[/oops] [link=https://evil.example]me[/link]"
+    assert cli("leaderboard", "submit", str(three_runs[0]), "--seeds",
+               *map(str, three_runs[1:]), "--leaderboard", str(empty_board), "--data",
+               str(data_dir), "--submitter", hostile, "--link", LINK) == 0
+    capsys.readouterr()
+    assert cli("leaderboard", "show", "--leaderboard", str(empty_board)) == 0
+    out = capsys.readouterr().out
+    assert "[/oops]" in out and "[link=https://evil.example]" in out
