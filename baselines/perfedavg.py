@@ -56,5 +56,5 @@ class PerFedAvg(Method):
                     self.alpha)
 
     def after_eval(self, client) -> None:
-        theta = {k: client.state.pop(k) for k in [k for k in client.state if k.startswith("theta.")]}
-        client.set("local", {k[len("theta."):]: v for k, v in theta.items()})
+        keys = [k for k in client.state if k.startswith("theta.")]
+        client.set("local", {k[len("theta."):]: client.state.pop(k) for k in keys})

@@ -327,11 +327,13 @@ class GradientTracker:
     def pop_client(self, client: int) -> dict[str, torch.Tensor]:
         """Remove the client's entries and return them (``ghat``; ``sum``/``count`` of a round
         not yet ended) as named tensors, for the client's own record."""
-        out = {k.partition(".")[2]: v for k, v in self.state_dict().items()
-               if k.partition(".")[0] == str(client)}
-        self._decayed.pop(client, None)
-        self._sum.pop(client, None)
-        self._count.pop(client, None)
+        out = {}
+        if client in self._decayed:
+            out["ghat"] = self._decayed.pop(client)
+        if client in self._sum:
+            out["sum"] = self._sum.pop(client)
+        if client in self._count:
+            out["count"] = torch.tensor(self._count.pop(client))
         return out
 
     def put_client(self, client: int, state: Mapping[str, torch.Tensor]) -> None:

@@ -102,8 +102,7 @@ class FederatedData:
         self.test_ids: dict[str, list[str]] = {}
         for task in wanted:
             for shard in tasks[task].get("test", {}).get("shards", []):
-                ids = pq.read_table(self.root / shard["file"], columns=["id"])["id"].to_pylist()
-                self.test_ids.setdefault(task, []).extend(ids)
+                self.test_ids.setdefault(task, []).extend(self.rows.shard_ids[shard["file"]])
         # A client's own tasks: those in its stream, in arrival order (for DRAKE's by_task
         # scenarios this is exactly the client's task list).
         self.client_tasks = []

@@ -67,10 +67,12 @@ class RowStore:
         self._tables: dict[int, pa.Table] = {}
         self._where: dict[str, tuple[int, int]] = {}
         self.task_of: dict[str, str] = {}
+        #: each shard's ids in row order, by the shard's manifest ``file``
+        self.shard_ids: dict[str, list[str]] = {}
         for i, shard in enumerate(self.shards):
             index = pq.read_table(self.root / shard["file"], columns=["id", "task"])
-            for j, (sid, task) in enumerate(zip(index["id"].to_pylist(),
-                                                index["task"].to_pylist())):
+            ids = self.shard_ids[shard["file"]] = index["id"].to_pylist()
+            for j, (sid, task) in enumerate(zip(ids, index["task"].to_pylist())):
                 if sid in self._where:
                     other = self.shards[self._where[sid][0]]["file"]
                     raise DrakeError(f"sample id {sid!r} appears in {shard['file']} and {other}; "
