@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from drake.adapters.base import Adapter, AdapterOptions, Conversion
+from drake.adapters.confine import MAX_IMAGE_BYTES, confined, read_capped
 from drake.adapters.hubdata import (
     derived_rows,
     display_name,
@@ -77,6 +78,13 @@ class FolderIndex:
 
 def _images(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def _read_image(root: Path, rel: str) -> bytes | None:
+    """The bytes of ``root/rel``; ``None`` when absent. Raises ``UnsafeSource`` (an OSError) for
+    a path that leaves the folder or goes through a link, and for a file over the image cap."""
+    path = confined(root, rel)
+    return read_capped(path, MAX_IMAGE_BYTES, "image") if path.is_file() else None
 
 
 def _subdirs(folder: Path) -> list[Path]:
@@ -159,12 +167,15 @@ class _FolderAdapter(Adapter):
 
         def read(cands: list[dict[str, Any]]):
             for c in cands:
-                path = idx.root / c["path"]
-                yield path.read_bytes() if path.is_file() else None
+                try:
+                    yield _read_image(idx.root, c["path"])
+                except OSError as exc:  # outside the folder, a link, too large: say which
+                    yield str(exc)
 
-        def check(rec: dict[str, Any], data: bytes | None):
+        def check(rec: dict[str, Any], data: bytes | str | None):
             where = str(idx.root / rec["path"])
-            problem = "file not found" if data is None else image_problem(data)
+            problem = ("file not found" if data is None else data if isinstance(data, str)
+                       else image_problem(data))
             if problem:
                 return reject(task, split, rec["path"], "unreadable-image", problem, where)
             return None
@@ -185,7 +196,7 @@ class _FolderAdapter(Adapter):
         stem = rel.rsplit(".", 1)[0].replace("/", "-")
         return {
             "id": f"{task.id}-{stem}", "task": task.id,
-            "images": [(idx.root / rel).read_bytes()], "prompt": IMAGE_TOKEN, "answer": name,
+            "images": [_read_image(idx.root, rel)], "prompt": IMAGE_TOKEN, "answer": name,
             "choices": [], "answer_type": "classification", "label": label,
             "domain": str(record.get("domain") or ""), "meta": dump_meta(meta),
         }

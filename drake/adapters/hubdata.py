@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from drake.adapters.base import Conversion, Rejection
+from drake.adapters.confine import MAX_IMAGE_BYTES, UnsafeSource, confined, read_capped
 from drake.errors import BuildError
 from drake.specs import TaskSpec
 
@@ -110,6 +111,8 @@ def load_snapshot(repo: str, *, config: str | None, revision: str | None,
 
     path = snapshot_path(repo, revision=revision, cache_dir=cache_dir,
                          allow_patterns=allow_patterns)
+    # snapshot files are links into the repo's blobs/ folder, beside snapshots/
+    _ROOTS.add(Path(path).parents[1] if Path(path).parent.name == "snapshots" else Path(path))
     try:
         dd = load_dataset(str(path), name=config, cache_dir=_arrow_cache())
     except (ValueError, FileNotFoundError) as exc:
@@ -161,11 +164,13 @@ def column_values(ds, column: str) -> list[Any]:
     return ds.data.column(column).to_pylist()
 
 
-def image_bytes(value: Any, base: Path | None = None) -> bytes | None:
+def image_bytes(value: Any) -> bytes | None:
     """The encoded bytes of a stored image value (``{"bytes", "path"}``, bytes, or ``None``).
 
-    A value with a path but no bytes is read from that path (relative to ``base``) when the file
-    exists; anything else gives ``None``, which adapters reject as a missing field.
+    A value with a path but no bytes (``datasets`` image folders) is read from that path only when
+    it lies in a snapshot :func:`load_snapshot` opened or in the ``datasets`` cache: a row is
+    data, and may not make the build read ``/etc`` or ``~/.ssh``. Anything else gives ``None``,
+    which adapters reject as a missing field. A file over the image cap raises ``UnsafeSource``.
     """
     if value is None:
         return None
@@ -176,11 +181,26 @@ def image_bytes(value: Any, base: Path | None = None) -> bytes | None:
         if data:
             return bytes(data)
         path = value.get("path")
-        if path:
-            p = Path(path) if base is None else Path(base) / path
-            if p.is_file():
-                return p.read_bytes()
+        if path and Path(path).is_absolute():
+            for root in read_roots():
+                try:
+                    p = confined(root, path, links=True)  # the Hub cache is made of links
+                except UnsafeSource:
+                    continue
+                return read_capped(p, MAX_IMAGE_BYTES, "image") if p.is_file() else None
     return None
+
+
+_ROOTS: set[Path] = set()
+
+
+def read_roots() -> list[Path]:
+    """Folders an image path stored in a row may point into: the snapshots opened by this
+    process and the ``datasets`` cache (where it extracts archives)."""
+    from datasets import config
+
+    extra = [Path(p) for p in (_arrow_cache(), config.HF_DATASETS_CACHE) if p]
+    return sorted(_ROOTS | set(extra))
 
 
 def image_problem(data: bytes) -> str | None:

@@ -46,6 +46,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import re
 import tarfile
 from pathlib import Path
@@ -55,6 +56,8 @@ import numpy as np
 
 from drake.adapters.base import Adapter, Conversion, Rejection
 from drake.adapters.choices import choices_for_answer, parse_choices
+from drake.adapters.confine import (MAX_IMAGE_BYTES, MAX_TEXT_BYTES, UnsafeSource, check_name,
+                                    confined, read_capped, read_stream, too_large)
 from drake.errors import BuildError
 from drake.schema import IMAGE_TOKEN
 from drake.specs import TaskSpec
@@ -131,8 +134,8 @@ class TarArchive:
             return {"tar": str(self.path), "member": self._names[name]}
         return {"tar": str(self.path), "offset": offset, "size": size}
 
-    def read(self, name: str) -> bytes:
-        return read_ref(self.ref(name))
+    def read(self, name: str, cap: int = MAX_TEXT_BYTES) -> bytes:
+        return read_ref(self.ref(name), cap)
 
 
 class DirArchive:
@@ -144,34 +147,50 @@ class DirArchive:
         self.dataset = dataset
 
     def has(self, name: str) -> bool:
-        return (self.root / name).is_file()
+        """Whether ``name`` is a file here; a name that leaves the folder or goes through a link
+        is there (so that the row is rejected saying why, not as missing)."""
+        try:
+            return confined(self.root, name).is_file()
+        except UnsafeSource:
+            return os.path.lexists(self.root / name)
 
     def names(self) -> list[str]:
         base = self.root / self.dataset
         return [p.relative_to(self.root).as_posix() for p in base.glob("*/dataset-*.json")]
 
     def ref(self, name: str) -> dict[str, Any]:
-        return {"file": str(self.root / name)}
+        return {"root": str(self.root), "file": name}
 
-    def read(self, name: str) -> bytes:
-        return (self.root / name).read_bytes()
+    def read(self, name: str, cap: int = MAX_TEXT_BYTES) -> bytes:
+        return read_ref(self.ref(name), cap)
 
 
 _OPEN_TARS: dict[str, tarfile.TarFile] = {}
 
 
-def read_ref(ref: dict[str, Any]) -> bytes:
-    """The bytes a record's image reference points at (any process may call this)."""
+def read_ref(ref: dict[str, Any], cap: int = MAX_IMAGE_BYTES) -> bytes:
+    """The bytes a record's reference points at (any process may call this), at most ``cap``.
+
+    Raises :class:`~drake.adapters.confine.UnsafeSource` (an ``OSError``) for a file outside its
+    folder or reached through a link, and for a member or file larger than ``cap``.
+    """
     if "file" in ref:
-        return Path(ref["file"]).read_bytes()
+        return read_capped(confined(Path(ref["root"]), ref["file"]), cap, "member")
     if "member" in ref:
         tf = _OPEN_TARS.get(ref["tar"])
         if tf is None:
             tf = _OPEN_TARS[ref["tar"]] = tarfile.open(ref["tar"], "r:*")
-        handle = tf.extractfile(ref["member"])
+        info = tf.getmember(ref["member"])
+        label = f"{ref['tar']}: {ref['member']}"
+        if info.size > cap:
+            raise UnsafeSource(too_large(label, info.size, cap, "member"))
+        handle = tf.extractfile(info)
         if handle is None:
             raise BuildError(f"{ref['tar']}: member {ref['member']} is not a file")
-        return handle.read()
+        return read_stream(handle, cap, label, "member")
+    if ref["size"] > cap:
+        raise UnsafeSource(too_large(f"{ref['tar']} at byte {ref['offset']}", ref["size"], cap,
+                                     "member"))
     with open(ref["tar"], "rb") as f:
         f.seek(ref["offset"])
         data = f.read(ref["size"])
@@ -394,6 +413,11 @@ class LlavaTarAdapter(Adapter):
                 detected_open += 1
             refs, bad = [], ""
             for path in images:
+                try:
+                    check_name(path, archive.label)
+                except UnsafeSource as exc:
+                    bad = str(exc)
+                    break
                 name = next((n for n in image_candidates(path, dataset) if archive.has(n)), None)
                 if name is None:
                     bad = f"image {path!r} is not in {archive.label}"
