@@ -37,9 +37,11 @@ import pyarrow.parquet as pq
 
 from drake import __version__
 from drake.errors import BuildError, SchemaError, UnknownNameError
+from drake.locks import exclusive
 from drake.schema import features, to_row, validate_sample
 from drake.sources import AdapterSource, source_for
 from drake.specs import SPLITS, BenchmarkSpec, ClientSpec
+from drake.workers import exit_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -257,12 +259,7 @@ def build(
         Testing hook: stop (as a crash would) after this many newly written shards.
     """
     final = target_dir(out, spec.name)
-    if (final / MANIFEST).exists() and not overwrite:
-        raise BuildError(f"{final} already holds a build; pass --overwrite to replace it, or "
-                         f"`drake verify {final}` to check it")
-    if final.exists() and not (final / MANIFEST).exists() and any(final.iterdir()):
-        raise BuildError(f"{final} exists and is not a DRAKE build (no {MANIFEST}); remove it or "
-                         f"choose another --out")
+    _check_target(final, overwrite)
     from drake.adapters import AdapterOptions
 
     options = AdapterOptions(source_dir=Path(source_dir) if source_dir else None,
@@ -272,18 +269,48 @@ def build(
     real = isinstance(source, AdapterSource)
     if real:
         source.fetch()  # downloads (or fails) before anything is written
-    partial = final.parent / f".{final.name}.partial"
     key = build_key(spec, seed, image_size, source.fingerprint() if real else "")
-    done = _load_journal(partial, key)
-    fresh = not partial.exists()
-    partial.mkdir(parents=True, exist_ok=True)
-    if real:
+    with exclusive(final, "build", advice="wait for that build to finish, or build into another "
+                   "--out"):
+        recover(final)
+        _check_target(final, overwrite)  # a build that held the lock may have just finished
+        partial = final.parent / f".{final.name}.partial"
+        done = _load_journal(partial, key)
+        fresh = not partial.exists()
+        partial.mkdir(parents=True, exist_ok=True)
         try:
-            rejections = source.prepare(partial, convert_progress)
+            return _fill(spec, source, partial, final, done, key, seed=seed, num_proc=num_proc,
+                         image_size=image_size, shard_rows=shard_rows, progress=progress,
+                         strict=strict, convert_progress=convert_progress,
+                         _stop_after=_stop_after)
         except BaseException:
-            if fresh and not (partial / JOURNAL).exists():
-                shutil.rmtree(partial, ignore_errors=True)
+            if not any(partial.iterdir()) or (fresh and not _journalled(partial)
+                                              and not (partial / REJECTED).exists()):
+                shutil.rmtree(partial, ignore_errors=True)  # nothing to resume: no leftovers
             raise
+
+
+def _check_target(final: Path, overwrite: bool) -> None:
+    if (final / MANIFEST).exists() and not overwrite:
+        raise BuildError(f"{final} already holds a build; pass --overwrite to replace it, or "
+                         f"`drake verify {final}` to check it")
+    if final.exists() and not (final / MANIFEST).exists() and any(final.iterdir()):
+        raise BuildError(f"{final} exists and is not a DRAKE build (no {MANIFEST}); remove it or "
+                         f"choose another --out")
+
+
+def _journalled(partial: Path) -> bool:
+    journal = partial / JOURNAL
+    return journal.exists() and journal.stat().st_size > 0
+
+
+def _fill(spec, source, partial, final, done, key, *, seed, num_proc, image_size, shard_rows,
+          progress, strict, convert_progress, _stop_after) -> Path:
+    """Write every shard not yet done into ``partial``, then the manifest and card, and swap the
+    finished folder onto ``final``."""
+    real = isinstance(source, AdapterSource)
+    if real:
+        rejections = source.prepare(partial, convert_progress)
         _write_rejections(partial, rejections)
         if strict and rejections:
             raise BuildError(_strict_message(rejections, partial / REJECTED))
@@ -372,7 +399,8 @@ def _run(spec, source, todo, partial, num_proc, progress):
         gen = (_write_shard(spec, source, p, str(partial)) for p in items)
     else:
         # spawn, not fork: forking a process that already runs Arrow's thread pool can deadlock
-        pool = ProcessPoolExecutor(max_workers=num_proc, mp_context=mp.get_context("spawn"))
+        pool = ProcessPoolExecutor(max_workers=num_proc, mp_context=mp.get_context("spawn"),
+                                   initializer=exit_with_parent)
         futures = [pool.submit(_write_shard, spec, source, p, str(partial)) for p in items]
         gen = _results_then_shutdown(pool, futures)
     yield from (progress(gen, len(todo)) if progress else gen)
@@ -422,11 +450,32 @@ def make_manifest(spec, seed, image_size, plans, results) -> dict[str, Any]:
     }
 
 
+def recover(final: Path) -> None:
+    """Finish or undo what a build killed inside :func:`swap_into_place` left beside ``final``.
+
+    Killed after the old build moved aside: the finished partial folder is moved in (it has its
+    manifest and no journal); with no finished partial the old build is moved back. Killed while
+    the old build was being removed: the rest of it is removed.
+    """
+    old, partial = _old(final), final.parent / f".{final.name}.partial"
+    if not old.exists():
+        return
+    if not final.exists():
+        finished = (partial / MANIFEST).exists() and not (partial / JOURNAL).exists()
+        log.warning("%s: finishing the swap a killed build left half done", final)
+        os.replace(partial if finished else old, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _old(final: Path) -> Path:
+    return final.parent / f".{final.name}.old"
+
+
 def swap_into_place(partial: Path, final: Path) -> None:
     """Rename the finished partial folder onto ``final``; an old build is removed only after."""
     old = None
     if final.exists():
-        old = final.parent / f".{final.name}.old"
+        old = _old(final)
         if old.exists():
             shutil.rmtree(old)
         os.replace(final, old)

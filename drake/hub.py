@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from drake.build import MANIFEST, sha256_file, swap_into_place, target_dir
+from drake.build import MANIFEST, recover, sha256_file, swap_into_place, target_dir
 from drake.errors import BuildError, DrakeError, NetworkUnavailable, VerifyError
+from drake.locks import exclusive
 from drake.sources import hub_cache_dir, hub_file, hub_offline, hub_reachable
 
 log = logging.getLogger(__name__)
@@ -110,45 +111,48 @@ def download(benchmark: str, out: Path, *, repo: str | None = None, revision: st
         expected[manifest["rejected"]["file"]] = manifest["rejected"]["sha256"]
     for name in expected:
         _check_relpath(name, repo)
-    partial = final.parent / f".{final.name}.download"
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
-    try:
-        names: Iterable[str] = list(expected)
-        if progress:
-            names = progress(names, len(expected))
-        for name in names:
-            try:
-                src = manifest_path if name == MANIFEST else fetch(name)
-            except DrakeError:
-                if name == CARD:
-                    log.warning("%s has no %s; the folder will lack its dataset card", repo,
-                                CARD)
-                    continue
-                raise
-            dst = partial / name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
-            want = expected[name]
-            if want is not None:
-                got = sha256_file(dst)
-                if got != want:
-                    raise VerifyError(
-                        f"{repo}{'@' + revision if revision else ''}: {name} has sha256 "
-                        f"{got[:12]}…, its manifest says {want[:12]}…; refusing the download "
-                        f"(nothing was written to {final}). Clear the cached copy "
-                        f"(`hf cache delete`) and retry, or report it to the repo owner")
-        from drake.verify import verify
+    with exclusive(final, "download into", advice="wait for it to finish, or download into "
+                   "another --out"):
+        recover(final)
+        partial = final.parent / f".{final.name}.download"
+        if partial.exists():
+            shutil.rmtree(partial)
+        partial.mkdir(parents=True)
+        try:
+            names: Iterable[str] = list(expected)
+            if progress:
+                names = progress(names, len(expected))
+            for name in names:
+                try:
+                    src = manifest_path if name == MANIFEST else fetch(name)
+                except DrakeError:
+                    if name == CARD:
+                        log.warning("%s has no %s; the folder will lack its dataset card", repo,
+                                    CARD)
+                        continue
+                    raise
+                dst = partial / name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+                want = expected[name]
+                if want is not None:
+                    got = sha256_file(dst)
+                    if got != want:
+                        raise VerifyError(
+                            f"{repo}{'@' + revision if revision else ''}: {name} has sha256 "
+                            f"{got[:12]}…, its manifest says {want[:12]}…; refusing the download "
+                            f"(nothing was written to {final}). Clear the cached copy "
+                            f"(`hf cache delete`) and retry, or report it to the repo owner")
+            from drake.verify import verify
 
-        report = verify(partial)
-        if not report.ok:
-            raise VerifyError(f"{repo}: the downloaded folder fails verification: "
-                              + "; ".join(report.problems))
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    swap_into_place(partial, final)
+            report = verify(partial)
+            if not report.ok:
+                raise VerifyError(f"{repo}: the downloaded folder fails verification: "
+                                  + "; ".join(report.problems))
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        swap_into_place(partial, final)
     return final
 
 

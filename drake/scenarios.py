@@ -224,22 +224,24 @@ def add_scenario(root: Path, scenario: ScenarioSpec, *, seed: int | None = None,
 
     The manifest is replaced atomically, after the partition file is in place.
     """
+    from drake.locks import exclusive
     from drake.registry import get_benchmark
     from drake.specs import BenchmarkSpec as _Spec  # noqa: F401  (type only)
     from drake.verify import load_manifest
 
     root = Path(root)
-    manifest = load_manifest(root)
-    if scenario.name in manifest.get("partitions", {}) and not replace:
-        raise BuildError(f"{root} already has scenario {scenario.name!r}; pass --replace to "
-                         f"recompute it")
-    spec = spec_from_manifest(manifest, get_benchmark)
-    entry = write_scenario(spec, scenario, root, manifest,
-                           manifest["seed"] if seed is None else seed)
-    manifest.setdefault("partitions", {})[scenario.name] = entry
-    tmp = root / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, root / MANIFEST)
+    with exclusive(root, "add a scenario to", wait=60):  # a build or another partition writes
+        manifest = load_manifest(root)
+        if scenario.name in manifest.get("partitions", {}) and not replace:
+            raise BuildError(f"{root} already has scenario {scenario.name!r}; pass --replace to "
+                             f"recompute it")
+        spec = spec_from_manifest(manifest, get_benchmark)
+        entry = write_scenario(spec, scenario, root, manifest,
+                               manifest["seed"] if seed is None else seed)
+        manifest.setdefault("partitions", {})[scenario.name] = entry
+        tmp = root / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, root / MANIFEST)
     return entry
 
 

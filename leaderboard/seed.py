@@ -31,10 +31,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from drake.locks import exclusive
 from leaderboard.errors import SubmissionError
 from leaderboard.jsonio import read_json
 from leaderboard.model import SCHEMA_VERSION, Entry, Leaderboard
-from leaderboard.submit import entry_sort_key, write_leaderboard
+from leaderboard.submit import SUBMIT_WAIT_SECONDS, entry_sort_key, write_leaderboard
 from leaderboard.validate import (
     DEFAULT_LEADERBOARD_PATH,
     check_entry,
@@ -160,13 +161,14 @@ def rebuild(path: Path = DEFAULT_LEADERBOARD_PATH, src_dir: Path = REPORTED_DIR)
     Reproduced entries are kept. A missing file is created. The write is atomic.
     """
     path = Path(path)
-    kept = (
-        [e for e in load_leaderboard(path).entries if e.provenance == "reproduced"]
-        if path.exists()
-        else []
-    )
-    entries = sorted([*build_reported_entries(src_dir), *kept], key=entry_sort_key)
-    board = Leaderboard(schema_version=SCHEMA_VERSION, entries=entries)
-    check_leaderboard(board)
-    write_leaderboard(path, board)
+    with exclusive(path, "rebuild", wait=SUBMIT_WAIT_SECONDS):  # a submit may be merging
+        kept = (
+            [e for e in load_leaderboard(path).entries if e.provenance == "reproduced"]
+            if path.exists()
+            else []
+        )
+        entries = sorted([*build_reported_entries(src_dir), *kept], key=entry_sort_key)
+        board = Leaderboard(schema_version=SCHEMA_VERSION, entries=entries)
+        check_leaderboard(board)
+        write_leaderboard(path, board)
     return board

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from drake.locks import exclusive
 from leaderboard.benchmarks import check_benchmark, check_scenario_name
 from leaderboard.errors import SubmissionError
 from leaderboard.jsonio import MAX_SUBMISSION_BYTES, atomic_write_text, dumps, read_json
@@ -44,6 +45,7 @@ from leaderboard.validate import (
 )
 
 RESULTS_FILENAME = "results.json"
+SUBMIT_WAIT_SECONDS = 120  # a submit holds the board for well under a second
 
 
 def load_run(path: Path) -> RunResult:
@@ -247,8 +249,9 @@ def submit(
         check_run(run, manifests, str(path))
     entry = build_entry(runs, submitter=submitter, link=link, date=date)
     check_entry(entry, manifests, "built entry")
-    board = load_leaderboard(Path(leaderboard_path))
-    merged = merge(board, entry, replace)
-    check_leaderboard(merged)
-    write_leaderboard(Path(leaderboard_path), merged)
+    with exclusive(Path(leaderboard_path), "submit to", wait=SUBMIT_WAIT_SECONDS):
+        board = load_leaderboard(Path(leaderboard_path))  # read under the lock: no lost entry
+        merged = merge(board, entry, replace)
+        check_leaderboard(merged)
+        write_leaderboard(Path(leaderboard_path), merged)
     return entry

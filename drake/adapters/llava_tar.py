@@ -56,8 +56,16 @@ import numpy as np
 
 from drake.adapters.base import Adapter, Conversion, Rejection
 from drake.adapters.choices import choices_for_answer, parse_choices
-from drake.adapters.confine import (MAX_IMAGE_BYTES, MAX_TEXT_BYTES, UnsafeSource, check_name,
-                                    confined, read_capped, read_stream, too_large)
+from drake.adapters.confine import (
+    MAX_IMAGE_BYTES,
+    MAX_TEXT_BYTES,
+    UnsafeSource,
+    check_name,
+    confined,
+    read_capped,
+    read_stream,
+    too_large,
+)
 from drake.errors import BuildError
 from drake.schema import IMAGE_TOKEN
 from drake.specs import TaskSpec

@@ -14,7 +14,9 @@ from pathlib import Path
 def main(payload: str) -> int:
     """Pretrain the model described by ``payload`` (JSON) and report on stdout."""
     from drake.models.pretrain import pretrain
+    from drake.workers import exit_with_parent
 
+    exit_with_parent()  # a killed `drake models pretrain` takes its workers with it
     args = json.loads(payload)
     name = args.pop("name")
     if "out_dir" in args:
