@@ -45,8 +45,9 @@ from drake.workers import exit_with_parent
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # 2: the manifest holds its card's sha256 and a digest of itself
 MANIFEST = "manifest.json"
+CARD = "README.md"
 JOURNAL = ".journal.jsonl"
 REJECTED = "rejected.jsonl"
 SHARD_ROWS = 500
@@ -344,14 +345,32 @@ def _fill(spec, source, partial, final, done, key, *, seed, num_proc, image_size
     for scenario in spec.scenarios:
         manifest["partitions"][scenario.name] = write_scenario(spec, scenario, partial,
                                                                manifest, seed)
-    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    from drake.card import write_card
+    from drake.card import folder_card
 
-    write_card(spec, manifest, partial)
+    card = folder_card(spec, manifest).encode()
+    manifest["card"] = {"file": CARD, "sha256": hashlib.sha256(card).hexdigest()}
+    write_manifest(partial, manifest)
+    (partial / CARD).write_bytes(card)
     (partial / JOURNAL).unlink()
     shutil.rmtree(partial / ".sources", ignore_errors=True)
     swap_into_place(partial, final)
     return final
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of every manifest field but ``digest`` itself: any edit to the
+    metadata (seed, spec, counts) shows in ``drake verify``, as an edited shard does."""
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+                          ).hexdigest()
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    """Seal ``manifest`` with its digest and replace ``folder/manifest.json`` atomically."""
+    manifest["digest"] = manifest_digest(manifest)
+    tmp = Path(folder) / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, Path(folder) / MANIFEST)
 
 
 def _write_rejections(folder: Path, rejections: list[dict[str, str]]) -> None:

@@ -200,12 +200,6 @@ def folder_card(spec: BenchmarkSpec, manifest: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_card(spec: BenchmarkSpec, manifest: dict[str, Any], folder: Path) -> Path:
-    path = Path(folder) / "README.md"
-    path.write_text(folder_card(spec, manifest))
-    return path
-
-
 PROJECT_PROSE_HEAD = """\
 # DRAKE — dataset card
 

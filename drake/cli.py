@@ -9,6 +9,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from drake import __version__
 from drake.errors import DrakeError
@@ -278,8 +279,16 @@ def _progress_rounds(desc: str):
     return wrap
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (which command, what is wrong, where the help is)
+    rather than the usage block followed by the message."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="drake", description="DRAKE: build, run and score personalized federated learning "
         "benchmarks for multi-modal foundation models.")
     parser.add_argument("--version", action="version", version=f"drake {__version__}")
@@ -435,8 +444,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("drake: interrupted", file=sys.stderr)
         return 130
     except (DrakeError, ValueError, OSError) as exc:
-        print(f"drake: error: {exc}", file=sys.stderr)
+        print(f"drake: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("drake: error: out of memory; a source or build file may be damaged or hostile "
+              "(`drake verify DIR` checks a build), or give the command more memory",
+              file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug, not a user error: still one line, traceback on request
+        if args.verbose:
+            log.error("traceback", exc_info=True)
+        if type(exc).__module__.split(".")[0] == "pyarrow":
+            print(f"drake: error: a parquet or Arrow file could not be read ({_one_line(exc)}); "
+                  f"check the build with `drake verify DIR`", file=sys.stderr)
+            return 2
+        print(f"drake: internal error: {type(exc).__name__}: {_one_line(exc)}; rerun with "
+              f"--verbose for the traceback, and please report it", file=sys.stderr)
+        return 3
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (some libraries' messages span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

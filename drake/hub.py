@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from drake.build import MANIFEST, recover, sha256_file, swap_into_place, target_dir
+from drake.build import CARD, MANIFEST, recover, sha256_file, swap_into_place, target_dir
 from drake.errors import BuildError, DrakeError, NetworkUnavailable, VerifyError
 from drake.locks import exclusive
 from drake.sources import hub_cache_dir, hub_file, hub_offline, hub_reachable
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 
 #: The Hub organisation holding one prebuilt dataset repo per benchmark.
 PREBUILT_ORG = "drake-pfl"
-CARD = "README.md"
 DOWNLOAD_HINT = ("offline alternatives: `drake build --benchmark drake-synth` builds DRAKE's "
                  "offline twin with no network; `drake build --source-dir DIR` builds from "
                  "source files you already have; or point HF_HOME at a pre-filled Hugging Face "

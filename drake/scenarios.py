@@ -28,7 +28,6 @@ client drew) are counted per split in the manifest as ``unassigned``, so counts 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import partitioners as P
-from drake.build import MANIFEST, restrict_spec, sha256_file
+from drake.build import MANIFEST, restrict_spec, sha256_file, write_manifest
 from drake.errors import BuildError, UnknownNameError
 from drake.specs import BenchmarkSpec, ScenarioSpec
 
@@ -239,9 +238,7 @@ def add_scenario(root: Path, scenario: ScenarioSpec, *, seed: int | None = None,
         entry = write_scenario(spec, scenario, root, manifest,
                                manifest["seed"] if seed is None else seed)
         manifest.setdefault("partitions", {})[scenario.name] = entry
-        tmp = root / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, root / MANIFEST)
+        write_manifest(root, manifest)
     return entry
 
 

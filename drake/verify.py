@@ -7,6 +7,7 @@ For real-data builds it also checks the accounting: each task split reconciles
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,8 +17,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from drake.adapters.base import REJECT_REASONS
-from drake.build import MANIFEST, REJECTED, sha256_file
-from drake.errors import VerifyError
+from drake.adapters.confine import UnsafeSource, check_name
+from drake.build import CARD, MANIFEST, REJECTED, sha256_file
+from drake.errors import DrakeError, VerifyError
+
+LEGACY_BUILDERS = {"1"}  # manifests from before the digest: their metadata is checked, not sealed
 
 
 @dataclass
@@ -34,15 +38,71 @@ class VerifyReport:
         return not self.problems
 
 
+_SHA = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_COUNT = {"type": "integer", "minimum": 0}
+_FILE = {"type": "object", "required": ["file", "sha256"],
+         "properties": {"file": {"type": "string", "minLength": 1}, "sha256": _SHA,
+                        "rows": _COUNT}}
+#: The shape every reader of a manifest relies on; a manifest outside it is one clear error.
+MANIFEST_SCHEMA = {
+    "type": "object",
+    "required": ["benchmark", "version", "spec", "spec_sha256", "builder_version", "seed",
+                 "tasks", "total_rows"],
+    "properties": {
+        "benchmark": {"type": "string", "minLength": 1},
+        "version": {"type": "string"},
+        "spec": {"type": "object", "required": ["name", "tasks", "clients"],
+                 "properties": {"tasks": {"type": "array", "items": {
+                     "type": "object", "required": ["id"]}},
+                     "clients": {"type": "array"}}},
+        "spec_sha256": _SHA,
+        "builder_version": {"type": "string"},
+        "seed": _COUNT,
+        "image_size": _COUNT,
+        "total_rows": _COUNT,
+        "tasks": {"type": "object", "additionalProperties": {
+            "type": "object", "additionalProperties": {
+                "type": "object", "required": ["rows", "shards"],
+                "properties": {"rows": _COUNT, "images": _COUNT,
+                               "shards": {"type": "array",
+                                          "items": {**_FILE, "required": ["file", "sha256",
+                                                                          "rows"]}}}}}},
+        "partitions": {"type": "object", "additionalProperties": _FILE},
+        "rejected": {"type": ["object", "null"], "required": ["file", "rows", "sha256"],
+                     "properties": {"file": {"type": "string"}, "rows": _COUNT,
+                                    "sha256": _SHA}},
+        "card": _FILE,
+        "digest": _SHA,
+    },
+}
+
+
 def load_manifest(root: Path) -> dict[str, Any]:
+    """The manifest of the build in ``root``, checked against :data:`MANIFEST_SCHEMA`."""
+    import jsonschema
+
     path = Path(root) / MANIFEST
     if not path.is_file():
         raise VerifyError(f"{path} not found: {root} is not a DRAKE build (run `drake build`)")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise VerifyError(f"{path} is not valid JSON (line {exc.lineno}); rebuild the folder") \
-            from None
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise VerifyError(f"{path} is not valid JSON{where}; rebuild the folder or download it "
+                          f"again") from None
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(MANIFEST_SCHEMA).iter_errors(manifest))
+    if error is not None:
+        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise VerifyError(f"{path}: field {field}: {error.message[:200]}; the manifest is "
+                          f"damaged: rebuild the folder or download it again")
+    return manifest
+
+
+def _spec_sha256(spec: dict[str, Any]) -> str:
+    """As ``BenchmarkSpec.fingerprint``: sha256 of the spec's canonical JSON."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
+                          ).hexdigest()
 
 
 def manifest_files(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -62,9 +122,14 @@ def verify(root: Path) -> VerifyReport:
     root = Path(root)
     manifest = load_manifest(root)
     report = VerifyReport(root)
-    named = set()
+    named = {MANIFEST}
     for entry in manifest_files(manifest):
         rel = entry["file"]
+        try:
+            check_name(rel, str(root))
+        except UnsafeSource as exc:
+            report.problems.append(f"{root / MANIFEST}: {exc}; rebuild the folder")
+            continue
         named.add(rel)
         path = root / rel
         if not path.is_file():
@@ -80,11 +145,11 @@ def verify(root: Path) -> VerifyReport:
         report.rows_checked += rows
         if rows != entry["rows"]:
             report.problems.append(f"{path}: {rows} rows, the manifest says {entry['rows']}")
-    for sub in ("tasks", "partitions"):
-        for path in sorted((root / sub).rglob("*.parquet")) if (root / sub).exists() else []:
-            rel = path.relative_to(root).as_posix()
-            if rel not in named:
-                report.problems.append(f"{path}: not in the manifest; remove it or rebuild")
+    report.problems += check_metadata(root, manifest, named)
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir() or p.is_symlink()):
+        if path.relative_to(root).as_posix() not in named:
+            # `datasets.load_dataset(<folder>)` would read a stray data file; push would publish it
+            report.problems.append(f"{path}: not in the manifest; remove it or rebuild")
     for task, splits in manifest["tasks"].items():
         for split, info in splits.items():
             total = sum(s["rows"] for s in info["shards"])
@@ -93,6 +158,90 @@ def verify(root: Path) -> VerifyReport:
                                        f"sum of its shards {total}")
     report.problems += check_accounting(root, manifest)
     return report
+
+
+def check_metadata(root: Path, manifest: dict[str, Any], named: set[str]) -> list[str]:
+    """Problems with what the manifest says about itself: its digest (builder 2 on), the spec's
+    fingerprint, the total row count, the dataset card, and (drake-synth) that the seed the
+    manifest states regenerates its shards. Adds the card and rejection list to ``named``."""
+    from drake.build import manifest_digest
+
+    where = root / MANIFEST
+    problems = []
+    if "digest" in manifest and manifest_digest(manifest) != manifest["digest"]:
+        problems.append(f"{where}: its digest does not match its content; the manifest was "
+                        f"edited (seed, spec or counts): rebuild the folder")
+    elif "digest" not in manifest and manifest["builder_version"] not in LEGACY_BUILDERS:
+        problems.append(f"{where}: no digest; builder {manifest['builder_version']} writes one")
+    if _spec_sha256(manifest["spec"]) != manifest["spec_sha256"]:
+        problems.append(f"{where}: spec_sha256 is not the sha256 of its spec; rebuild the folder")
+    declared = {t["id"] for t in manifest["spec"]["tasks"]}
+    if set(manifest["tasks"]) - declared:
+        problems.append(f"{where}: tasks {sorted(set(manifest['tasks']) - declared)} are not in "
+                        f"its spec")
+    total = sum(split["rows"] for splits in manifest["tasks"].values()
+                for split in splits.values())
+    if total != manifest["total_rows"]:
+        problems.append(f"{where}: total_rows {manifest['total_rows']} != {total}, the sum of its "
+                        f"task splits")
+    card = manifest.get("card")
+    if card is not None:
+        named.add(card["file"])
+        path = root / card["file"]
+        if card["file"] != CARD:
+            problems.append(f"{where}: card {card['file']!r} is not {CARD}")
+        elif not path.is_file():
+            problems.append(f"{path}: missing (the manifest lists it)")
+        elif sha256_file(path) != card["sha256"]:
+            problems.append(f"{path}: sha256 differs from the manifest's; the dataset card was "
+                            f"changed: rebuild the folder")
+    elif (root / CARD).is_file():
+        named.add(CARD)  # builder 1 did not hash its card
+    if manifest.get("rejected"):
+        named.add(manifest["rejected"]["file"])
+    if not problems:
+        problems += check_seed(root, manifest)
+    return problems
+
+
+def check_seed(root: Path, manifest: dict[str, Any]) -> list[str]:
+    """drake-synth: regenerate the smallest shard from the manifest's spec and seed and compare
+    its sha256, so a manifest whose seed was changed (digest and all) is caught."""
+    from drake.registry import SYNTHETIC
+
+    if manifest["benchmark"] not in SYNTHETIC or "image_size" not in manifest:
+        return []
+    import tempfile
+
+    from drake.build import ShardPlan, _write_shard, plan_shards
+    from drake.registry import get_benchmark
+    from drake.scenarios import spec_from_manifest
+    from drake.sources import source_for
+
+    try:
+        spec = spec_from_manifest(manifest, get_benchmark)
+    except DrakeError as exc:
+        return [f"{root / MANIFEST}: {exc}"]
+    source = source_for(spec, manifest["seed"], manifest["image_size"])
+    shards = {s["file"]: s for splits in manifest["tasks"].values() for split in splits.values()
+              for s in split["shards"]}
+    plans = [p for p in plan_shards(spec, source, _shard_rows(manifest)) if p.relpath in shards]
+    if not plans:
+        return [f"{root / MANIFEST}: no shard of its spec and seed matches the shards it lists"]
+    plan: ShardPlan = min(plans, key=lambda p: (p.stop - p.start, p.relpath))
+    with tempfile.TemporaryDirectory(prefix="drake-verify-") as tmp:
+        got = _write_shard(spec, source, plan, tmp)["sha256"]
+    if got != shards[plan.relpath]["sha256"]:
+        return [f"{root / plan.relpath}: seed {manifest['seed']} does not regenerate this shard; "
+                f"the manifest's seed or spec was changed: rebuild the folder"]
+    return []
+
+
+def _shard_rows(manifest: dict[str, Any]) -> int:
+    """The shard size the build used: the rows of its fullest shard (every shard but a task
+    split's last one is full)."""
+    return max(s["rows"] for splits in manifest["tasks"].values() for split in splits.values()
+               for s in split["shards"]) or 1
 
 
 def check_accounting(root: Path, manifest: dict[str, Any]) -> list[str]:

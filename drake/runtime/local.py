@@ -43,6 +43,7 @@ from safetensors.torch import load_file, save_file
 from baselines.base import ClientInfo, Method, Payload, get_method
 from drake.build import sha256_file
 from drake.errors import DrakeError
+from drake.locks import exclusive
 from drake.runtime.client import ClientRecord, PeftAdapters, RuntimeClient
 from drake.runtime.data import FederatedData
 
@@ -483,9 +484,14 @@ class LocalRuntime:
                                      f"{final / 'sha256.json'}")
             meta = json.loads((final / "state.json").read_text())
             flat = load_file(str(final / "state.safetensors"))
-        except (OSError, ValueError, KeyError, DrakeError, SafetensorError) as exc:
-            raise DrakeError(f"the checkpoint in {final} is damaged or was changed ({exc}); "
+            return self._restore(meta, flat)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, DrakeError,
+                SafetensorError) as exc:
+            raise DrakeError(f"the checkpoint in {final} is damaged or was changed ({exc!r}); "
                              f"delete {self.out} to start the run again") from exc
+
+    def _restore(self, meta: dict[str, Any], flat: dict[str, torch.Tensor]) -> RunState:
+        """The run state a checkpoint's ``state.json`` and tensors describe."""
         records = self._fresh_records()
         for c, rec in records.items():
             for name in list(rec.adapters):
@@ -517,12 +523,23 @@ class LocalRuntime:
         ``_stop_after`` is a testing hook: raise as a crash would, right after the checkpoint of
         that (0-based) round.
         """
+        with exclusive(self.out, "run into", advice="wait for that run to finish, or choose "
+                       "another --out"):
+            return self._run(_stop_after)
+
+    def _run(self, _stop_after: int | None) -> dict[str, Any]:
         self.out.mkdir(parents=True, exist_ok=True)
         config_path = self.out / "config.json"
         cfg_json = json.dumps(asdict(self.cfg), indent=2, sort_keys=True)
-        if config_path.exists() and json.loads(config_path.read_text()) != asdict(self.cfg):
-            raise DrakeError(f"{self.out} holds a run with another config; choose a new --out "
-                             f"or delete it")
+        if config_path.exists():
+            try:
+                held = json.loads(config_path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                raise DrakeError(f"{config_path} is not valid JSON; delete {self.out} to start "
+                                 f"the run again, or choose another --out") from None
+            if held != asdict(self.cfg):
+                raise DrakeError(f"{self.out} holds a run with another config; choose a new "
+                                 f"--out or delete it")
         config_path.write_text(cfg_json + "\n")
         st = self._load_checkpoint()
         if st is not None:
