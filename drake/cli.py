@@ -99,21 +99,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from drake.verify import load_manifest
 
     manifest = load_manifest(Path(args.dir))
     spec = manifest["spec"]
-    console = Console()
-    console.print(f"[bold]{manifest['benchmark']}[/bold] {manifest['version']} — "
-                  f"{spec['description']} (seed {manifest['seed']}, "
-                  f"{manifest['total_rows']} samples)")
+    console = Console(markup=False)  # a manifest is data: "[/x]" in it is text, not markup
+    console.print(Text.assemble((manifest["benchmark"], "bold"),
+                                f" {manifest['version']} — {spec.get('description', '')} (seed "
+                                f"{manifest['seed']}, {manifest['total_rows']} samples)"))
     groups = {t["id"]: t for t in spec["tasks"]}
     table = Table("task", "group", "answer type", "train", "test", "images", "img/sample")
     for task, splits in manifest["tasks"].items():
         rows = sum(s["rows"] for s in splits.values())
         images = sum(s["images"] for s in splits.values())
-        table.add_row(task, groups[task]["subgroup"], groups[task]["answer_type"],
+        table.add_row(task, groups.get(task, {}).get("subgroup", ""),
+                      groups.get(task, {}).get("answer_type", ""),
                       str(splits.get("train", {}).get("rows", 0)),
                       str(splits.get("test", {}).get("rows", 0)), str(images),
                       f"{images / rows:.2f}" if rows else "-")

@@ -39,6 +39,7 @@ from leaderboard.validate import (
     DEFAULT_LEADERBOARD_PATH,
     check_entry,
     check_leaderboard,
+    check_not_future,
     load_leaderboard,
     parse_entry,
     parse_run_result,
@@ -60,6 +61,7 @@ def check_run(run: RunResult, manifests: ManifestIndex | None, where: str = "res
     """Registry, scenario-rule, metric-name and manifest checks of one run."""
     bench, scen = run.benchmark, run.scenario
     try:
+        check_not_future(run.created_at, "created_at")
         check_benchmark(bench.name, bench.version, run.protocol)
         check_scenario_name(bench.name, scen.name, scen.order, scen.models, scen.partition)
         check_metric_names(run.metrics, run.protocol, bench.name, scen.name)

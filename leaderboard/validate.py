@@ -18,6 +18,7 @@ Every failure raises :class:`~leaderboard.errors.SubmissionError` naming the fie
 
 from __future__ import annotations
 
+import datetime as _dt
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,7 @@ def check_entry(
     """
     bench, scen = entry.benchmark, entry.scenario
     try:
+        check_not_future(entry.date, "date")
         check_benchmark(bench.name, bench.version, entry.protocol, cache)
         check_scenario_name(bench.name, scen.name, scen.order, scen.models, scen.partition)
         check_metric_names(entry.metrics, entry.protocol, bench.name, scen.name)
@@ -143,6 +145,18 @@ def check_entry(
             _check_curve(entry)
     except SubmissionError as err:
         raise SubmissionError(f"{where}: {err}") from err
+
+
+FUTURE_SLACK = _dt.timedelta(days=1)  # a date that is already tomorrow in another time zone
+
+
+def check_not_future(value: str, field: str) -> None:
+    """Refuse a date (``YYYY-MM-DD``, or the date of an ISO date-time) after tomorrow (UTC)."""
+    day = _dt.date.fromisoformat(value[:10])
+    today = _dt.datetime.now(_dt.timezone.utc).date()
+    if day > today + FUTURE_SLACK:
+        raise SubmissionError(f"{field}: {value} is in the future (today is {today}, UTC); "
+                              f"give the date the runs were made")
 
 
 def _check_curve(entry: Entry) -> None:

@@ -179,3 +179,16 @@ def test_a_real_process_prints_one_line_and_no_traceback(built, tmp_path):
                               text=True, timeout=120)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_info_prints_markup_in_a_manifest_as_written(built, tmp_path, capsys):
+    folder = tmp_path / "drake-synth"
+    shutil.copytree(built, folder)
+    manifest = json.loads((built / MANIFEST).read_text())
+    manifest["spec"]["description"] = "[/oops] [link=https://evil.example]click[/link]"
+    for task in manifest["spec"]["tasks"]:
+        task["subgroup"] = "[/bad]"
+    write_manifest(folder, manifest)
+    assert main(["info", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "[/oops] [link=https://evil.example]click[/link]" in out and "[/bad]" in out

@@ -130,6 +130,16 @@ CASES: list[tuple[str, str, Callable[[Ctx], list[str]]]] = [
     ),
     ("unknown-metric", "metrics.bogus: not a metric", lambda c: [c.edited("metrics.bogus", 1.0)]),
     (
+        "run-made-in-the-future",
+        "created_at: 2099-01-01T00:00:00+00:00 is in the future",
+        lambda c: [c.edited("created_at", "2099-01-01T00:00:00+00:00")],
+    ),
+    (
+        "entry-dated-in-the-future",
+        "date: 2099-01-01 is in the future",
+        lambda c: [str(c.runs[0]), "--date", "2099-01-01"],
+    ),
+    (
         "unknown-field-with-code",
         "eval: Extra inputs are not permitted",
         lambda c: [c.edited("eval", "__import__('os').system('id')")],
