@@ -223,8 +223,8 @@ DRAKE):
 - `tasks/<task>/<split>-NNNNN-of-NNNNN.parquet`: samples in the schema below. Each task is stored
   once.
 - `manifest.json`: the spec, the builder and package versions, the seed, row and image counts per
-  task and split, and the sha256 of every shard. It holds no clocks and no paths, so the same
-  seed gives a byte-identical manifest.
+  task and split, the sha256 of every shard and of the card, and a digest of itself. It holds
+  no clocks and no paths, so the same seed gives a byte-identical manifest.
 - `README.md`: a Hub dataset card with one `configs` entry per task.
   `datasets.load_dataset("DIR/NAME")` loads all tasks; `load_dataset("DIR/NAME", "<task>")`
   loads one.
@@ -233,9 +233,13 @@ DRAKE):
   task, split, source id, reason and the file it came from.
 
 Builds are atomic: they write to `.NAME.partial` and rename at the end. They are resumable:
-journalled shards whose hash still matches are skipped. `drake verify DIR/NAME` re-hashes every
-shard and re-counts its rows; for real data it also checks the accounting below and
-`rejected.jsonl`.
+journalled shards whose hash still matches are skipped. One build at a time writes a folder: a
+second one fails at once and names the first (its pid and command). `drake verify DIR/NAME`
+re-hashes every shard and re-counts its rows, checks the manifest's digest, spec fingerprint,
+row total and card, regenerates one drake-synth shard from the stated seed, and reports any file
+the manifest does not name; for real data it also checks the accounting below and
+`rejected.jsonl`. Source files are read confined to their folder or archive (no `..`, absolute
+paths or links) and capped in size (64 MiB an image, 512 MiB an annotation file).
 
 **Real sources.** DRAKE and HFLB are read from the released Hub dataset repos `SNUMPR/DRAKE` and
 `SNUMPR/HFLB`, one `<Dataset>.tar` per source dataset. Only the tars of the requested tasks are
