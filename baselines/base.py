@@ -159,6 +159,8 @@ class Method(ABC):
     #: Ask the runtime for a frozen proxy model (the smallest architecture, no adapters);
     #: clients then offer :meth:`ClientHandle.proxy_gradient` (FedMosaic's SIMA).
     needs_proxy: ClassVar[bool] = False
+    #: Model kinds the method can run on (``drake.models.zoo.ModelInfo.kind``).
+    kinds: ClassVar[tuple[str, ...]] = ("llava", "clip")
 
     def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
         self.lr = lr

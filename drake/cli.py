@@ -227,13 +227,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
     results = runtime.run()
     m = results["metrics"]
-    table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
-                  title=f"{results['benchmark']['name']} / {results['scenario']['name']} "
-                  f"(seed {args.seed})")
-    table.add_row(args.method, *(f"{m[k]:.2f}" for k in ("self_a_last", "self_a_auc",
-                                                        "others_a_last", "others_a_auc")))
+    title = (f"{results['benchmark']['name']} / {results['scenario']['name']} (seed "
+             f"{args.seed}, protocol {results['protocol']})")
+    names = (["self_a_last", "self_a_auc", "others_a_last", "others_a_auc"]
+             if results["protocol"] == "self_others" else list(m))
+    heads = {"self_a_last": "Self A_last", "self_a_auc": "Self A_AUC",
+             "others_a_last": "Others A_last", "others_a_auc": "Others A_AUC"}
+    table = Table("method", *(heads.get(k, k) for k in names), title=title)
+    table.add_row(args.method, *(f"{m[k]:.2f}" for k in names))
     Console().print(table)
-    if args.eval_initial:
+    if args.eval_initial and results["protocol"] == "self_others":
         first = json.loads((Path(out) / "metrics.jsonl").read_text().splitlines()[0])
         print(f"before training: Self {first['self']:.2f}, Others {first['others']:.2f}")
     print(f"results: {Path(out) / 'results.json'}")

@@ -163,6 +163,9 @@ class ScenarioSpec:
         Total federated rounds the stream is cut into.
     rounds_per_task : int or None
         For dynamic streams.
+    protocol : str
+        The protocol runs on this scenario are scored by, where it is not the benchmark's
+        (synth-cls's ``base2novel`` is scored by ``base_novel``); empty for the benchmark's.
     """
 
     name: str
@@ -171,6 +174,7 @@ class ScenarioSpec:
     rounds: int = 1
     rounds_per_task: int | None = None
     params: FrozenMap = field(default_factory=lambda: _frozen({}))
+    protocol: str = ""
 
     def __post_init__(self) -> None:
         if self.order not in ("static", "dynamic"):
@@ -178,9 +182,15 @@ class ScenarioSpec:
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise SchemaError(f"scenario name {self.name!r} must be non-empty, without '/'")
         object.__setattr__(self, "params", _frozen(dict(self.params)))
+        if self.protocol and self.protocol not in PROTOCOLS:
+            raise SchemaError(f"scenario {self.name}: protocol {self.protocol!r} is not one of "
+                              f"{PROTOCOLS}")
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        out = _plain(self)
+        if not out["protocol"]:  # the benchmark's: left out, so existing fingerprints hold
+            del out["protocol"]
+        return out
 
 
 @dataclass(frozen=True)

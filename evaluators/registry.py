@@ -111,7 +111,7 @@ def _rouge(kind: str) -> Scorer:
 
 
 def _bertscore(predictions, samples) -> float:
-    return float(bertscore(_texts(predictions), _answers(samples)).f1)
+    return float(bertscore(_texts(predictions), _answers(samples))["f1"])
 
 
 def _pct(name: str, description: str, score: Scorer | None = None,

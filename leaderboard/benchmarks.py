@@ -53,6 +53,8 @@ class BenchmarkInfo:
     name: str
     version: str
     protocol: str
+    #: protocols some of its scenarios are scored by instead (synth-cls's base2novel)
+    scenario_protocols: tuple[str, ...] = ()
 
 
 CLIP_DATASETS: tuple[str, ...] = (
@@ -97,7 +99,9 @@ def _from_registry(name: str) -> BenchmarkInfo | None:
         return None
     protocol = getattr(spec, "protocol", None)
     protocol = str(getattr(protocol, "value", protocol))
-    return BenchmarkInfo(str(spec.name), str(spec.version), protocol)
+    others = sorted({str(getattr(s, "protocol", "") or "") for s in getattr(spec, "scenarios", ())}
+                    - {"", protocol})
+    return BenchmarkInfo(str(spec.name), str(spec.version), protocol, tuple(others))
 
 
 def get_benchmark(name: str, cache: dict[str, BenchmarkInfo] | None = None) -> BenchmarkInfo:
@@ -146,10 +150,12 @@ def check_benchmark(
             f"benchmark.version: {name} version {version!r} is not known (current: "
             f"{info.version!r}); rerun on the current version"
         )
-    if protocol != info.protocol:
+    if protocol != info.protocol and protocol not in info.scenario_protocols:
+        scenarios = f" (or {', '.join(info.scenario_protocols)} on some scenarios)" if \
+            info.scenario_protocols else ""
         raise SubmissionError(
             f"protocol: {protocol!r} does not match benchmark {name!r}, whose protocol is "
-            f"{info.protocol!r}"
+            f"{info.protocol!r}{scenarios}"
         )
     return info
 

@@ -179,6 +179,8 @@ DOMAINS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "domainnet": ("clipart", "infograph", "painting", "quickdraw", "real", "sketch"),
         "office-caltech10": ("amazon", "caltech", "dslr", "webcam"),
+        # drake.synth.scene.DOMAINS (a test keeps the two equal)
+        "synth-cls": ("plain", "noise", "stripes", "gradient", "sketch", "texture"),
     }
 )
 """Multi-domain classification benchmarks and their domains (metrics ``acc_<domain>``)."""

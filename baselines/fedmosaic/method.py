@@ -173,6 +173,7 @@ class FedMosaic(Method):
     pqlora = True
     sima = True
     needs_proxy = True
+    kinds = ("llava",)  # PQ-LoRA blocks are decoder layers
 
     def __init__(self, lr: float = 1e-3, num_blocks: int = 4, tau: float = 0.5, every: int = 10,
                  ema_alpha: float = 0.5, noise_std: float = 1e-4, keep_fraction: float = 0.4,

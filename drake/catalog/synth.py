@@ -95,7 +95,7 @@ def synth_cls_benchmark(size: str = DEFAULT_SIZE) -> BenchmarkSpec:
                          params={"num_clients": 10, "classes_per_client": 2, "mode": "random"}),
             ScenarioSpec("base2novel", "pathological",
                          params={"num_clients": 10, "mode": "contiguous", "seed": 2023,
-                                 "base_only": True}),
+                                 "base_only": True}, protocol="base_novel"),
             ScenarioSpec("by-domain", "by_domain",
                          params={"clients_per_domain": 2, "alpha": 0.3, "min_size": 2}),
         ),

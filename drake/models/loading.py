@@ -140,7 +140,9 @@ def load_model(
         reached (or ``HF_HUB_OFFLINE=1``).
     """
     info = get_info(name, any_hub_id=True)
-    if info.offline:
+    if info.kind == "clip":
+        bundle = _load_tiny_clip(info, pretrained, seed, vocab)
+    elif info.offline:
         bundle = _load_tiny(info, cache_dir, pretrained, seed, vocab)
     else:
         bundle = _load_real(info, device, dtype)
@@ -205,6 +207,36 @@ def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
             f"or delete {folder} to use the weights this version ships"
         )
     return _tiny_bundle(info, model, tokenizer)
+
+
+def _load_tiny_clip(info: ModelInfo, pretrained: bool, seed: int,
+                    vocab: Sequence[str] | None):
+    """``tiny-clip``: with ``pretrained``, its image tower carries the shipped tiny LLaVA tower's
+    pretrained weights and its tokenizer is theirs; the text tower and the projections are
+    seeded random weights (no text pretraining for it exists yet)."""
+    from drake.models.clip import ClipBundle, build_tiny_clip
+
+    vision = None
+    if pretrained:
+        if vocab is not None:
+            raise ValueError("vocab applies to pretrained=False only; pretrained models keep "
+                             "theirs")
+        folder = shipped_folder(TINY_MODELS[0])
+        if folder is None:
+            raise ModelNotPretrained(f"{info.name} takes its image tower from the shipped "
+                                     f"{TINY_MODELS[0]} weights, which are missing; reinstall "
+                                     f"the suite, or pass --untrained")
+        verify_shipped(TINY_MODELS[0], folder)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
+        with quiet_transformers():  # through transformers: it renames the checkpoint's keys
+            llava = LlavaForConditionalGeneration.from_pretrained(
+                str(folder), dtype=torch.float32, local_files_only=True, use_safetensors=True)
+        vision = llava.model.vision_tower.state_dict()
+    else:
+        tokenizer = build_tokenizer(synth_vocabulary() if vocab is None else vocab)
+    model = build_tiny_clip(tokenizer, seed, vision_state=vision)
+    return ClipBundle(info.name, info, model, tokenizer,
+                      pixel_fn=lambda images: clip_pixels(images, TINY_IMAGE_SIZE))
 
 
 # --------------------------------------------------------------------------------- real

@@ -58,6 +58,9 @@ class ModelInfo:
         the LoRA setting of the papers for this backbone.
     params : str
         Human-readable parameter count, for ``drake models list``.
+    kind : str
+        ``"llava"`` (a vision-language model that writes answers: :class:`ModelBundle`) or
+        ``"clip"`` (a dual encoder that classifies: :class:`~drake.models.clip.ClipBundle`).
     """
 
     name: str
@@ -67,6 +70,7 @@ class ModelInfo:
     offline: bool
     lora_defaults: Mapping[str, Any] = field(compare=False)
     params: str = ""
+    kind: str = "llava"
 
 
 def _lora(r: int, alpha: int, dropout: float) -> Mapping[str, Any]:
@@ -98,6 +102,27 @@ ZOO: Mapping[str, ModelInfo] = MappingProxyType({e.name: e for e in _ENTRIES})
 #: Names of the tiny offline families.
 TINY_MODELS: tuple[str, ...] = tuple(e.name for e in _ENTRIES if e.offline)
 
+#: peft regex of the CLIP kind's default LoRA targets: the query and value maps of the text
+#: transformer's attention. The image tower stays frozen, so each image is encoded once per run
+#: (on two CPU cores a Swin pass over a batch of 4 costs half a second; a round of 20 clients
+#: would spend a minute in it). A method that adapts the image tower too (pFedMMA, CLIP-LoRA on
+#: both encoders) targets :data:`CLIP_BOTH_LORA_REGEX`.
+CLIP_LORA_REGEX = r"(.*\.)?text\..*\.(q_proj|v_proj)"
+#: Both encoders: Swin's ``query``/``value`` and the text transformer's ``q_proj``/``v_proj``.
+CLIP_BOTH_LORA_REGEX = r"(.*\.)?(vision|text)\..*\.(query|value|q_proj|v_proj)"
+
+#: The CLIP-kind models (classification protocols); ranks order them among themselves.
+CLIP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
+    "tiny-clip": ModelInfo("tiny-clip", None, "clip", 0, True, MappingProxyType(
+        {"r": 8, "alpha": 16, "dropout": 0.0, "target_regex": CLIP_LORA_REGEX}), "1.5M",
+        kind="clip"),
+})
+
+#: The default model of each protocol's benchmarks when a benchmark declares no model mix.
+DEFAULT_MODEL = MappingProxyType({"classification": "tiny-clip", "base_novel": "tiny-clip",
+                                  "generation": "tiny-llava-llama",
+                                  "self_others": "tiny-llava-llama"})
+
 _BY_HF_ID: Mapping[str, ModelInfo] = MappingProxyType(
     {e.hf_id.lower(): e for e in _ENTRIES if e.hf_id is not None}
 )
@@ -117,6 +142,8 @@ def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
     """
     if name in ZOO:
         return ZOO[name]
+    if name in CLIP_ZOO:
+        return CLIP_ZOO[name]
     info = _BY_HF_ID.get(str(name).lower())
     if info is not None:
         return info

@@ -115,14 +115,42 @@ class FederatedData:
                                     f"scenario with `drake partition`")
                 seen.setdefault(self.rows.task_of[sid], None)
             self.client_tasks.append(list(seen))
+        # Test rows a scenario gives to a client (its local test set; classification and
+        # base/novel scenarios assign them), and those it gives to none (client -1: a global
+        # test set, base/novel's novel classes), each in the partition's order.
+        test = table[table["split"] == "test"].sort_values(["client", "position"], kind="stable")
+        test = test[test["id"].isin(self.rows.task_of)]
+        self.local_test: dict[int, list[str]] = {
+            c: test[test["client"] == c]["id"].tolist() for c in range(self.num_clients)}
+        self.unassigned_test: list[str] = test[test["client"] < 0]["id"].tolist()
+        #: every test id of each task, whatever ``eval_per_task`` keeps
+        self.all_test_ids = {t: list(ids) for t, ids in self.test_ids.items()}
+        self.eval_per_task = eval_per_task
         if eval_per_task is not None:
             self.test_ids = {t: ids[:eval_per_task] for t, ids in self.test_ids.items()}
+            self.local_test = {c: ids[:eval_per_task] for c, ids in self.local_test.items()}
+            self.unassigned_test = self.unassigned_test[:eval_per_task * max(1, len(wanted))]
 
     def started_tasks(self, client: int, round_: int) -> list[str]:
         """The client's own tasks with at least one sample arrived by the end of ``round_``, in
         stream order: the tasks its Self (and other clients' Others) may score at that point."""
         arrived = {self.rows.task_of[sid] for sid in self.streams[client].seen(round_)}
         return [t for t in self.client_tasks[client] if t in arrived]
+
+    def class_names(self, task: str) -> dict[int, str]:
+        """The classes of classification task ``task``: label -> answer text, in label order,
+        read from the task's shards (light columns only). A label named two ways is an error."""
+        names: dict[int, str] = {}
+        for info in self.manifest["tasks"][task].values():
+            for shard in info["shards"]:
+                cols = pq.read_table(self.root / shard["file"], columns=["label", "answer"])
+                for label, answer in zip(cols["label"].to_pylist(), cols["answer"].to_pylist()):
+                    if label < 0:
+                        continue
+                    if names.setdefault(label, answer) != answer:
+                        raise DataError(f"task {task}: label {label} is both {names[label]!r} "
+                                        f"and {answer!r} in {shard['file']}; rebuild the task")
+        return {k: names[k] for k in sorted(names)}
 
     def sample(self, sid: str) -> Mapping[str, Any]:
         return self.rows.get([sid])[0]

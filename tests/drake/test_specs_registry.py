@@ -75,3 +75,12 @@ def test_spec_validation():
         TaskSpec("a", "synth", "g", "mcq", ("accuracy",), "d")
     with pytest.raises(SchemaError, match="without '/'"):
         TaskSpec("a/b", "synth", "g", "multiple_choice", ("accuracy",), "d")
+
+
+def test_a_scenario_protocol_is_checked_and_left_out_of_the_dict_when_empty():
+    from drake.specs import ScenarioSpec
+
+    assert "protocol" not in ScenarioSpec("s", "iid").to_dict()
+    assert ScenarioSpec("s", "iid", protocol="base_novel").to_dict()["protocol"] == "base_novel"
+    with pytest.raises(SchemaError, match="protocol 'bogus'"):
+        ScenarioSpec("s", "iid", protocol="bogus")

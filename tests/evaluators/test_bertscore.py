@@ -98,3 +98,14 @@ def test_bertscore_bad_input():
         bertscore(["a"], ["a"], num_layers=0)
     with pytest.raises(MetricInputError, match="no default layer"):
         bertscore(["a"], ["a"], model="not-a-known/model-id")
+
+
+def test_the_metric_registry_scores_bertscore_as_the_direct_call():
+    from evaluators import score_task
+
+    preds = ["a red circle on a plain background", "two blue squares"]
+    samples = [{"answer": "a red circle on plain", "choices": []},
+               {"answer": "three green stars", "choices": []}]
+    direct = bertscore(preds, [s["answer"] for s in samples])["f1"]
+    assert score_task("bertscore", preds, samples) == pytest.approx(direct)
+    assert score_task("bertscore_f1", preds, samples) == pytest.approx(direct)

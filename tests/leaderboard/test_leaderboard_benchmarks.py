@@ -172,3 +172,19 @@ def test_scenario_names_refused(benchmark, name, order, models, partition, match
 
 def test_module_has_no_mutable_registry_cache() -> None:
     assert isinstance(benchmarks.FALLBACK_BENCHMARKS, types.MappingProxyType)
+
+
+def test_a_scenario_may_be_scored_by_another_protocol_than_its_benchmark() -> None:
+    from leaderboard.benchmarks import check_benchmark
+
+    assert check_benchmark("synth-cls", "1.0", "classification").protocol == "classification"
+    assert check_benchmark("synth-cls", "1.0", "base_novel").scenario_protocols == ("base_novel",)
+    with pytest.raises(SubmissionError, match=r"or base_novel on some scenarios"):
+        check_benchmark("synth-cls", "1.0", "generation")
+
+
+def test_synth_cls_domains_are_drake_synths() -> None:
+    from drake.synth.scene import DOMAINS as SYNTH_DOMAINS
+    from leaderboard.metrics import DOMAINS
+
+    assert DOMAINS["synth-cls"] == SYNTH_DOMAINS

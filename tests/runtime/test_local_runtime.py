@@ -113,10 +113,12 @@ def test_bad_input_gives_one_line_errors(data, tmp_path, capsys):
     next((broken / "tasks").rglob("*.parquet")).write_bytes(b"x")
     assert main(["eval", "--method", "fedavg", "--data", str(broken)]) == 2
     assert "fails `drake verify`" in capsys.readouterr().err
-    cls = build(get_benchmark("synth-cls", size="tiny"), tmp_path / "cls", seed=0)
-    assert main(["eval", "--method", "fedavg", "--data", str(cls), "--scenario", "iid"]) == 2
+    # a model mix the benchmark does not declare (it has only the protocol default) is refused
+    cls = build(get_benchmark("synth-caption", size="tiny"), tmp_path / "cap", seed=0)
+    assert main(["eval", "--method", "fedavg", "--data", str(cls), "--scenario",
+                 "quantity-skew", "--model-mix", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "'classification' protocol" in err[0], err
+    assert len(err) == 1 and "no model mix 'nope'" in err[0], err
 
 
 def test_three_seeds_of_drake_eval_submit_and_rank(data, tmp_path, capsys):
