@@ -19,7 +19,9 @@ Rules for test rows
   sample of a base class belongs to that class's owner, a novel-class test sample to no client
   (``client = -1``: the novel set every client is scored on).
 * ``quantity_skew`` with ``global_test``: the last subset of the train split and the whole test
-  split form the global test set (``client = -1``).
+  split form the global test set (``client = -1``). With ``local_test_fraction`` f each client's
+  subset is split again, f of it a local test set (FediLoRA's 8:2 with f = 0.2), drawn from its
+  training rows.
 
 Samples a rule leaves out (unseen and public tasks, novel-class training samples, classes no
 client drew) are counted per split in the manifest as ``unassigned``, so counts reconcile.
@@ -117,6 +119,24 @@ def _global(frame: pd.DataFrame, idx: np.ndarray, split: str) -> pd.DataFrame:
                          "round": -1, "position": -1, "missing": np.zeros(len(idx), np.int8)})
 
 
+def _local_splits(parts: list[np.ndarray], fraction: float, seed: int
+                  ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each client's rows split into training and a local test set of ``round(fraction * n)``
+    rows (at least one while the client keeps a training row), drawn from
+    ``default_rng([seed, client, 7])``: FediLoRA's 8:2 split with ``fraction=0.2``."""
+    if not 0 < fraction < 1:
+        raise BuildError(f"local_test_fraction must be in (0, 1), got {fraction}")
+    train, test = [], []
+    for c, part in enumerate(parts):
+        part = np.sort(np.asarray(part, dtype=np.int64))
+        k = min(len(part) - 1, max(1, round(fraction * len(part)))) if len(part) > 1 else 0
+        picked = np.zeros(len(part), dtype=bool)
+        picked[np.random.default_rng([seed, c, 7]).permutation(len(part))[:k]] = True
+        train.append(part[~picked])
+        test.append(part[picked])
+    return train, test
+
+
 def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
                     manifest: dict[str, Any], seed: int) -> pd.DataFrame:
     """Compute the scenario's table (see the module docstring for the rules)."""
@@ -150,6 +170,10 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         else:
             train_parts = subsets
             test_rows = _global(test, np.arange(len(test)), "test")
+        if params.get("local_test_fraction"):
+            train_parts, local = _local_splits(train_parts, float(params["local_test_fraction"]),
+                                               seed)
+            test_rows = pd.concat([_rows(train, local, "test"), test_rows], ignore_index=True)
         stream_kw = {"task_of_sample": train["task"].to_numpy()}
     elif rule == "pathological" and params.get("base_only"):
         base, _novel = P.base_novel_split(np.unique(train["label"].to_numpy(np.int64)))
@@ -207,9 +231,10 @@ def write_scenario(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     digest = sha256_file(tmp)
     os.replace(tmp, path)
     counts = {}
-    for split in ("train", "test"):
+    for split in ("train", "test"):  # by the split a row is stored in, whatever role it plays
+        stored = read_columns(root, manifest, split, ("id",))["id"]
         total = sum(t.get(split, {}).get("rows", 0) for t in manifest["tasks"].values())
-        assigned = int((table["split"] == split).sum())
+        assigned = int(table["id"].isin(stored).sum())
         counts[split] = {"total": total, "assigned": assigned, "unassigned": total - assigned}
     return {"file": rel, "rows": len(table), "sha256": digest, "seed": _seed(scenario, seed),
             "scenario": scenario.to_dict(), "counts": counts,

@@ -112,6 +112,9 @@ def synth_caption_benchmark(size: str = DEFAULT_SIZE) -> BenchmarkSpec:
         scenarios=(
             ScenarioSpec("quantity-skew", "quantity_skew",
                          params={"num_clients": 10, "global_test": True}),
+            ScenarioSpec("quantity-skew-local", "quantity_skew",
+                         params={"num_clients": 10, "global_test": True,
+                                 "local_test_fraction": 0.2}),
             ScenarioSpec("missing0.6", "quantity_skew",
                          params={"num_clients": 10, "global_test": True, "missing_rate": 0.6,
                                  "missing_mode": "per_sample"}),

@@ -22,9 +22,10 @@ protocol           what a point holds
                    novel classes only; each an unweighted mean over clients, and
                    ``HM = 3 / (1/Local + 1/Base + 1/Novel)``.
 ``generation``     every metric the task lists (BLEU, ROUGE-Lsum, METEOR, BERTScore, ...) of
-                   each client's model on the global test rows (those the partition gives to no
-                   client), or on its own test rows when every row is assigned; the mean over
-                   clients. The primary number is the first listed metric.
+                   each client's (personalised) model on its own test rows (FediLoRA's local
+                   20%), or on the global test rows (those the partition gives to no client)
+                   where it has none; the mean over clients. The primary number is the first
+                   listed metric.
 =================  ============================================================================
 
 Classification plans score by class logits (a CLIP model's image-text similarities; a LLaVA
@@ -259,7 +260,7 @@ class GenerationPlan(EvalPlan):
 
         scores: Scores = {}
         for c in range(self.data.num_clients):
-            ids = self.data.unassigned_test or self.data.local_test[c]
+            ids = self.data.local_test[c] or self.data.unassigned_test
             samples = self.data.samples(ids)
             preds = self._predict(c, records, round_, samples, loglik=False)
             scores[c] = {name: score_task(name, preds, samples) for name in self.names}

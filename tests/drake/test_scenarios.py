@@ -122,3 +122,23 @@ def test_drake_partition_works_on_a_tasks_build(tmp_path):
         rows = sum(manifest["tasks"][task][split]["rows"] for task in manifest["tasks"])
         placed = t[t.split == split]
         assert len(placed) == placed.id.nunique() == rows
+
+
+def test_quantity_skew_local_test_splits_and_counts_by_stored_split(tmp_path):
+    folder = build(get_benchmark("synth-caption", size="small"), tmp_path, seed=3)
+    m = json.loads((folder / "manifest.json").read_text())
+    t = table(folder, "quantity-skew-local")
+    stored = {s: set(read_columns(folder, m, s, ("id",))["id"]) for s in ("train", "test")}
+    local = t[(t.split == "test") & (t.client >= 0)]
+    assert set(local.id) <= stored["train"], "local test rows are drawn from training rows"
+    for c in range(10):
+        n_train = int(((t.split == "train") & (t.client == c)).sum())
+        n_test = int(((t.split == "test") & (t.client == c)).sum())
+        n = n_train + n_test
+        assert n_test == (min(n - 1, max(1, round(0.2 * n))) if n > 1 else 0), (c, n, n_test)
+    assert not t.id.duplicated().any()
+    for name in ("quantity-skew", "quantity-skew-local"):
+        counts = m["partitions"][name]["counts"]
+        assert counts["train"] == {"total": 160, "assigned": 160, "unassigned": 0}, counts
+        assert counts["test"] == {"total": 40, "assigned": 40, "unassigned": 0}, counts
+    assert verify(folder).ok

@@ -60,9 +60,11 @@ def test_synth_cls_runs_under_its_protocols(builds, tmp_path, capsys, scenario, 
         assert m["hm"] == pytest.approx(base_novel_hm(m["local"], m["base"], m["novel"]))
 
 
-@pytest.mark.parametrize("method", ["fedavg", "sft"])
-def test_synth_caption_runs_under_the_generation_protocol(builds, tmp_path, capsys, method):
-    results, _ = run(builds, tmp_path, "synth-caption", "quantity-skew", method, capsys)
+@pytest.mark.parametrize("scenario,method", [("quantity-skew", "fedavg"),
+                                             ("quantity-skew-local", "sft")])
+def test_synth_caption_runs_under_the_generation_protocol(builds, tmp_path, capsys, scenario,
+                                                          method):
+    results, _ = run(builds, tmp_path, "synth-caption", scenario, method, capsys)
     assert results["protocol"] == "generation"
     assert set(results["metrics"]) == {"bleu", "rougeLsum", "meteor", "bertscore_f1"}
     assert results["curves"]["self"] == [results["metrics"]["bleu"]]
