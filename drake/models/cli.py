@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drake.models.zoo import TINY_MODELS, ZOO, cache_dir
+from drake.models.zoo import CLIP_ZOO, TINY_MODELS, ZOO, cache_dir
 
 __all__ = ["add_cli", "cmd_models_list", "cmd_models_pretrain"]
 
@@ -41,6 +41,11 @@ def cmd_models_list(args: argparse.Namespace) -> int:
             offline = "no (Hub)"
         table.add_row(info.name, info.hf_id or "-", info.family, info.params,
                       str(info.size_rank), lora, offline)
+    for info in CLIP_ZOO.values():  # the classification protocols' kind
+        lora = f"{info.lora_defaults['r']}/{info.lora_defaults['alpha']}"
+        table.add_row(info.name, info.hf_id or "-", "clip (classifier)", info.params,
+                      str(info.size_rank), lora,
+                      "yes (image tower shipped; text tower random, not pretrained yet)")
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
         console = Console(width=200)
