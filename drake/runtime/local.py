@@ -185,6 +185,15 @@ class Hook:
     def on_post_fl(self, runtime: LocalRuntime, st: RunState) -> None:
         """After the post-FL stage (methods that have one)."""
 
+    def on_client_end(self, runtime: LocalRuntime, stage: str, r: int, done: int,
+                      total: int) -> None:
+        """After each client of a stage of round ``r``: ``done`` of ``total`` clients.
+
+        ``stage`` is ``"train"`` (local training), ``"eval"`` (scoring), ``"initial"`` (scoring
+        before any training, ``r`` = 0) or ``"post_fl"``. For progress reports
+        (:class:`drake.runtime.progress.RoundProgress`): it sees no state to change.
+        """
+
 
 class Evaluate(Hook):
     """Score every client at evaluation rounds (right after local training, as the FedMosaic
@@ -243,6 +252,7 @@ class LocalRuntime:
         config.validate()
         self.cfg = config
         self.hooks = list(hooks)
+        self._hooks: list[Hook] = self.hooks  # those of the current run(), built-ins included
         self.out = Path(config.out)
         self.progress = progress
         self.method = make_method(config.method, config.lr, config.method_hparams)
@@ -377,9 +387,15 @@ class LocalRuntime:
 
         return score_task(self.task_metrics[task][0], predictions, samples)
 
+    def _client_done(self, stage: str, r: int, done: int, total: int) -> None:
+        for hook in self._hooks:
+            hook.on_client_end(self, stage, r, done, total)
+
     def evaluate(self, records: Mapping[int, ClientRecord], round_: int,
-                 batch: int = 32) -> dict[int, dict[str, float]]:
-        """Score every client on every client task; batches mix tasks to amortise calls."""
+                 batch: int = 32, *, stage: str = "eval") -> dict[int, dict[str, float]]:
+        """Score every client on every client task; batches mix tasks to amortise calls.
+
+        Hooks hear of each client scored (``on_client_end`` with ``stage``)."""
         public = set(self.data.spec.get("public_tasks", []))
         unseen = set(self.data.spec.get("unseen_tasks", []))
         tasks = [t for t in self.data.test_ids if t not in public and t not in unseen]
@@ -401,6 +417,7 @@ class LocalRuntime:
                 idx = [i for i, t in enumerate(owner) if t == task]
                 scores[c][task] = self._score(task, [samples[i] for i in idx],
                                               [preds[i] for i in idx])
+            self._client_done(stage, round_, c + 1, self.data.num_clients)
         return scores
 
     def _point(self, label: int, round_: int, scores: Mapping[int, Mapping[str, float]], *,
@@ -524,6 +541,10 @@ class LocalRuntime:
             raise DrakeError(f"{self.out} holds a run with another config; choose a new --out "
                              f"or delete it")
         config_path.write_text(cfg_json + "\n")
+        hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
+        if _stop_after is not None:
+            hooks.append(_StopAfter(_stop_after))
+        self._hooks = hooks
         st = self._load_checkpoint()
         if st is not None:
             log.info("resuming %s from round %d", self.out, st.round + 1)
@@ -532,11 +553,9 @@ class LocalRuntime:
             if self.cfg.eval_initial:
                 # the untrained reference averages every task, as A_last does at the end of a
                 # stream, so that the two compare (round 0 alone has only first tasks started)
-                st.initial = self._point(0, 0, self.evaluate(st.records, 0), every_task=True)
+                st.initial = self._point(0, 0, self.evaluate(st.records, 0, stage="initial"),
+                                         every_task=True)
                 st.initial["initial"] = True
-        hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
-        if _stop_after is not None:
-            hooks.append(_StopAfter(_stop_after))
         t0 = time.perf_counter()
         rounds_iter = range(st.round + 1, self.rounds)
         if self.progress:
@@ -588,8 +607,10 @@ class LocalRuntime:
                     raise ClientFailed(f"client {c} raised {exc!r} in the post-FL stage; rerun "
                                        f"with --on-client-error skip to continue without "
                                        f"it") from exc
+                self._client_done("post_fl", last, c + 1, self.data.num_clients)
                 continue
             st.records[c] = handle.save()
+            self._client_done("post_fl", last, c + 1, self.data.num_clients)
         st.post_fl = True
 
     def train_round(self, r: int, records: dict[int, ClientRecord],
@@ -599,26 +620,36 @@ class LocalRuntime:
         sampled = sample_clients(self.data.num_clients, self.cfg.frac, self.cfg.seed, r,
                                  first_round_all=self.cfg.first_round_all)
         uploads: dict[int, Payload] = {}
-        for c in sampled:
-            handle = self._handle(c, records[c], r)
-            if handle.num_samples == 0:
-                continue
-            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
-            msg = pending.pop(c, None)
-            if msg is not None:
-                self.method.receive(handle, msg)
-            try:
-                upload = self.method.local_train(handle)
-            except Exception as exc:  # reported, then stop or skip as configured
-                errors.append({"round": r, "client": c, "error": repr(exc)})
-                log.error("client %d failed in round %d: %r", c, r, exc)
-                if self.cfg.on_client_error == "stop":
-                    raise ClientFailed(f"client {c} raised {exc!r} in round {r}; rerun with "
-                                       f"--on-client-error skip to continue without it") from exc
-                continue
-            records[c] = handle.save()
-            uploads[c] = upload
+        for done, c in enumerate(sampled, 1):
+            upload = self._train_client(c, r, records, pending, errors)
+            if upload is not None:
+                uploads[c] = upload
+            self._client_done("train", r, done, len(sampled))
         return uploads
+
+    def _train_client(self, c: int, r: int, records: dict[int, ClientRecord],
+                      pending: dict[int, Payload], errors: list[dict[str, Any]]
+                      ) -> Payload | None:
+        """Client ``c``'s local training in round ``r``: its upload, or None (no data yet, or
+        a failure skipped by ``on_client_error="skip"``)."""
+        handle = self._handle(c, records[c], r)
+        if handle.num_samples == 0:
+            return None
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
+        msg = pending.pop(c, None)
+        if msg is not None:
+            self.method.receive(handle, msg)
+        try:
+            upload = self.method.local_train(handle)
+        except Exception as exc:  # reported, then stop or skip as configured
+            errors.append({"round": r, "client": c, "error": repr(exc)})
+            log.error("client %d failed in round %d: %r", c, r, exc)
+            if self.cfg.on_client_error == "stop":
+                raise ClientFailed(f"client {c} raised {exc!r} in round {r}; rerun with "
+                                   f"--on-client-error skip to continue without it") from exc
+            return None
+        records[c] = handle.save()
+        return upload
 
     def _write_metrics(self, st: RunState) -> None:
         points = ([st.initial] if st.initial else []) + st.history
