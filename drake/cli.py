@@ -82,12 +82,12 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from drake.verify import verify
+    from drake.layout import require_build, verified_summary
+    from drake.verify import load_manifest, verify
 
-    report = verify(Path(args.dir))
+    report = verify(require_build(Path(args.dir), "drake verify"))
     if report.ok:
-        print(f"ok: {report.files_checked} files, {report.rows_checked} rows match "
-              f"{Path(args.dir) / 'manifest.json'}")
+        print(f"ok: {verified_summary(report, load_manifest(Path(args.dir)))}")
         return 0
     for problem in report.problems:
         print(f"FAIL {problem}", file=sys.stderr)
@@ -99,14 +99,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from drake.layout import require_build, sample_summary
     from drake.verify import load_manifest
 
-    manifest = load_manifest(Path(args.dir))
+    manifest = load_manifest(require_build(Path(args.dir), "drake info"))
     spec = manifest["spec"]
     console = Console()
     console.print(f"[bold]{manifest['benchmark']}[/bold] {manifest['version']} — "
                   f"{spec['description']} (seed {manifest['seed']}, "
-                  f"{manifest['total_rows']} samples)")
+                  f"{sample_summary(manifest)})")
     groups = {t["id"]: t for t in spec["tasks"]}
     table = Table("task", "group", "answer type", "train", "test", "images", "img/sample")
     for task, splits in manifest["tasks"].items():
@@ -197,14 +198,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from baselines import get_method
+    from drake.layout import eval_build
     from drake.runtime import LocalRuntime, RunConfig
 
     get_method(args.method)  # fail fast on an unknown name
-    root = Path(args.data) / args.benchmark if args.benchmark else Path(args.data)
-    if not (root / "manifest.json").exists():
-        raise DrakeError(f"{root} holds no built benchmark (no manifest.json); build it with "
-                         f"`drake build --benchmark {args.benchmark or 'drake-synth'} --out "
-                         f"{args.data}`")
+    root = eval_build(Path(args.data), args.benchmark)
     hparams = {}
     for item in args.hp:
         key, sep, value = item.partition("=")
