@@ -378,7 +378,10 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    help="every client trains in round 0, then --frac (pFedMMA's sampling)")
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")
     p.add_argument("--model-mix", default=None, help="a model mix of the benchmark")
-    p.add_argument("--model-cache", default=None, help="where pretrained tiny models live")
+    p.add_argument("--model-cache", default=None,
+                   help="model cache of the tiny models' pretrained weights, as `drake models "
+                   "pretrain --cache-dir DIR` or `drake quickstart --pretrain` (OUT/models) "
+                   "write it (default: your cache, else the weights shipped with drake)")
     p.add_argument("--untrained", action="store_true", help="use randomly initialised models")
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
     p.add_argument("--eval-initial", action="store_true",

@@ -295,6 +295,8 @@ class LocalRuntime:
 
         self.bundles, self.controls, self.init_state = {}, {}, {}
         cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
+        if self.cfg.pretrained:
+            self._check_pretrained(sorted(set(self.models)), cache)
         for arch in sorted(set(self.models)):
             torch.manual_seed(self.cfg.seed)
             bundle = load_model(arch, cache_dir=cache, pretrained=self.cfg.pretrained,
@@ -339,6 +341,37 @@ class LocalRuntime:
                           cache_dir=cache if cache is not None else default_cache_dir())
         for arch, control in self.controls.items():
             self.init_state[arch] = {n: control.state(n) for n in control.names}
+
+    @staticmethod
+    def _check_pretrained(archs: Sequence[str], cache: Path | None) -> None:
+        """Fail before loading anything when pretrained weights are missing, naming every model
+        that lacks them and the `drake eval` flags that fix it."""
+        from drake.models.errors import ModelNotPretrained
+        from drake.models.loading import pretrained_missing
+        from drake.models.shipped import shipped_folder
+        from drake.models.zoo import cache_dir as default_cache_dir
+
+        missing = {a: m for a in archs if (m := pretrained_missing(a, cache))}
+        if not missing:
+            return
+        names = ", ".join(missing)
+        files = ", ".join(sorted({f for m in missing.values() for f in m}))
+        if cache is not None:
+            shipped = all(shipped_folder(a) is not None for a in missing)
+            raise ModelNotPretrained(
+                f"--model-cache {cache} holds no pretrained {names} (missing {files} in "
+                f"{cache}/<model>/); "
+                + ("leave out --model-cache to use the weights shipped with drake, " if shipped
+                   else "")
+                + "point --model-cache at a folder that `drake models pretrain --cache-dir DIR` "
+                "or `drake quickstart --pretrain --out OUT` wrote (DIR, or OUT/models), or pass "
+                "--untrained for random weights")
+        raise ModelNotPretrained(
+            f"no pretrained {names} in the model cache {default_cache_dir()} and this "
+            f"installation ships no weights for them; pass --model-cache DIR for a cache "
+            f"`drake models pretrain --cache-dir DIR` wrote, run `drake models pretrain "
+            f"--model all` (about two hours on two cores), or pass --untrained for random "
+            f"weights")
 
     def _fresh_records(self) -> dict[int, ClientRecord]:
         return {c: ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}

@@ -1,5 +1,5 @@
 """`drake eval`, `info` and `verify` as a new user meets them: folders that are not the build,
-and what the counts count."""
+a model cache without the models, and what the counts count."""
 
 import json
 
@@ -77,3 +77,16 @@ def test_info_and_verify_say_what_their_counts_count(qs, capsys):
     assert main(["verify", str(build_dir)]) == 0
     out = capsys.readouterr().out
     assert label in out and f"and {part_rows} rows in 2 scenario partition files" in out
+
+
+def test_a_model_cache_without_the_models_names_every_model_and_the_cli_flags(qs, tmp_path,
+                                                                              capsys):
+    run = tmp_path / "run"
+    assert main(["eval", "--method", "fedavg", "--data", str(qs / "data" / "drake-synth"),
+                 "--model-cache", str(tmp_path / "models"), "--out", str(run)]) == 2
+    err = one_line_error(capsys)
+    assert "tiny-llava-llama, tiny-llava-qwen" in err
+    assert "leave out --model-cache to use the weights shipped with drake" in err
+    assert "--untrained" in err and "pretrained=False" not in err
+    assert "drake models pretrain --model" not in err  # no two-hour advice: weights ship
+    assert not run.exists()  # failed before writing anything
