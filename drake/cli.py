@@ -200,6 +200,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from baselines import get_method
     from drake.layout import eval_build
     from drake.runtime import LocalRuntime, RunConfig
+    from drake.runtime.progress import RoundProgress
+    from drake.runtime.results import settings_caption
 
     get_method(args.method)  # fail fast on an unknown name
     root = eval_build(Path(args.data), args.benchmark)
@@ -219,12 +221,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
                     eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
-    runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
+    if sys.stderr.isatty():  # a rounds bar; tqdm draws nothing elsewhere, so lines there
+        progress, hooks = _progress_rounds(f"{args.method} rounds"), []
+    else:
+        progress, hooks = None, [RoundProgress(
+            lambda line: print(line, file=sys.stderr, flush=True), f"{args.method} ")]
+    runtime = LocalRuntime(cfg, progress=progress, hooks=hooks)
     results = runtime.run()
     m = results["metrics"]
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
                   title=f"{results['benchmark']['name']} / {results['scenario']['name']} "
-                  f"(seed {args.seed})")
+                  f"(seed {args.seed}; {settings_caption(results)})")
     table.add_row(args.method, *(f"{m[k]:.2f}" for k in ("self_a_last", "self_a_auc",
                                                         "others_a_last", "others_a_auc")))
     Console().print(table)
@@ -240,14 +247,18 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from drake.card import calibration_summary
-    from drake.quickstart import quickstart
+    from drake.quickstart import QUICKSTART, quickstart
+    from drake.runtime.results import settings_caption
+
+    def say(line: str) -> None:
+        print(line, flush=True)
 
     results = quickstart(Path(args.out), methods=args.methods, size=args.size,
                          rounds=args.rounds, seed=args.seed, mc_scoring=args.mc_scoring,
-                         pretrain={} if args.pretrain else None, progress=_progress("building"))
+                         pretrain={} if args.pretrain else None, say=say)
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
-                  "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen), "
-                  f"MC scored by {args.mc_scoring}")
+                  "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen); "
+                  f"{settings_caption(results[0])}")
     first = Path(args.out) / "runs" / args.methods[0] / "metrics.jsonl"
     if first.exists():
         p0 = json.loads(first.read_text().splitlines()[0])
@@ -263,6 +274,16 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     Console().print(table)
     print(calibration_summary())
     print(f"runs, data and models are under {args.out}")
+    settings = QUICKSTART.eval_args()
+    settings[settings.index("--rounds") + 1] = str(args.rounds)
+    settings[settings.index("--mc-scoring") + 1] = args.mc_scoring
+    if args.seed:
+        settings += ["--seed", str(args.seed)]
+    if args.pretrain:
+        settings += ["--model-cache", str(Path(args.out) / "models")]
+    print(f"another method with the same settings: drake eval --method fedmosaic --data "
+          f"{Path(args.out) / 'data' / 'drake-synth'} {' '.join(settings)} --eval-initial "
+          f"--out {Path(args.out) / 'runs' / 'fedmosaic'}")
     return 0
 
 
@@ -277,6 +298,8 @@ def _progress_rounds(desc: str):
 
 
 def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    from drake.quickstart import QUICKSTART
+
     parser = argparse.ArgumentParser(
         prog="drake", description="DRAKE: build, run and score personalized federated learning "
         "benchmarks for multi-modal foundation models.")
@@ -399,9 +422,10 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", default="./drake-quickstart")
     p.add_argument("--methods", nargs="+", default=["sft", "fedavg", "ditto"])
     p.add_argument("--size", default="small")
-    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=QUICKSTART.rounds)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="loglik",
+    p.add_argument("--mc-scoring", choices=["generate", "loglik"],
+                   default=QUICKSTART.mc_scoring,
                    help="how multiple-choice answers are scored (loglik suits tiny models)")
     p.add_argument("--pretrain", action="store_true",
                    help="pretrain the tiny models into OUT/models instead of loading the shipped "

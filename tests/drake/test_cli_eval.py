@@ -1,5 +1,6 @@
 """`drake eval`, `info` and `verify` as a new user meets them: folders that are not the build,
-a model cache without the models, and what the counts count."""
+a model cache without the models, progress when the output is not a terminal, which settings
+ran, and what the counts count."""
 
 import json
 
@@ -90,3 +91,20 @@ def test_a_model_cache_without_the_models_names_every_model_and_the_cli_flags(qs
     assert "--untrained" in err and "pretrained=False" not in err
     assert "drake models pretrain --model" not in err  # no two-hour advice: weights ship
     assert not run.exists()  # failed before writing anything
+
+
+def test_eval_piped_prints_round_lines_and_the_table_names_the_settings(qs, tmp_path, capsys):
+    """Under pytest stderr is not a terminal, as in `drake eval ... | tee log`."""
+    assert main(["eval", "--method", "fedavg", "--data", str(qs / "data"), "--benchmark",
+                 "drake-synth", "--rounds", "2", "--local-steps", "1", "--batch-size", "2",
+                 "--eval-per-task", "2", "--mc-scoring", "loglik", "--untrained",
+                 "--out", str(tmp_path / "run")]) == 0
+    captured = capsys.readouterr()
+    rounds = [x for x in captured.err.splitlines() if " done in " in x]
+    assert [x.split(" done in ")[0] for x in rounds] == ["fedavg round 1/2", "fedavg round 2/2"]
+    assert "elapsed" in rounds[-1] and "Self " in rounds[-1]
+    title = " ".join(captured.out.split())
+    assert "MC scored by loglik, 2 test samples/task, 1 local steps/round, 2 rounds" in title
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["scoring"]["mc_scoring"] == "loglik"
+    assert results["method"]["hyperparameters"]["eval_per_task"] == 2
