@@ -120,7 +120,13 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
             else:
                 todo.append(name)
         if todo:
-            pretrain_many(todo, out_dir=models, seed=seed, **pretrain)
+            lines = LineProgress(say, every)
+
+            def report(name: str, step: int, steps: int, loss: float) -> None:
+                lines.update(f"      {name}: step {step}/{steps}, loss {loss:.3f} "
+                             f"({format_seconds(lines.elapsed())} elapsed)", force=step == steps)
+
+            pretrain_many(todo, out_dir=models, seed=seed, **{"progress": report, **pretrain})
     else:
         say("[2/3] tiny models: the pretrained weights shipped with drake "
             "(`drake models pretrain` rebuilds them)")

@@ -16,6 +16,8 @@ def test_quickstart_builds_pretrains_runs_and_caches(tmp_path):
                         "vision_eval_pictures": 8})
     results = quickstart(tmp_path, **kw)
     assert [r["method"]["name"] for r in results] == ["sft", "fedavg"]
+    for name in ("tiny-vision", "tiny-llava-llama", "tiny-llava-qwen"):  # pretraining talks
+        assert any(s.startswith(f"      {name}: step 4/4, loss ") for s in said), said
     assert all(r["scoring"]["mc_scoring"] == "loglik" for r in results)
     assert (tmp_path / "data" / "drake-synth" / "manifest.json").exists()
     for name in ("tiny-llava-llama", "tiny-llava-qwen"):
