@@ -114,19 +114,19 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
         say(f"[2/3] pretraining the tiny models (cached in {models})")
         todo = []
         for name in sorted(set(spec.models())):
-            report = models / name / "pretrain_report.json"
-            if report.exists() and json.loads(report.read_text()).get("seed") == seed:
+            done = models / name / "pretrain_report.json"
+            if done.exists() and json.loads(done.read_text()).get("seed") == seed:
                 say(f"      {name}: cached")
             else:
                 todo.append(name)
         if todo:
             lines = LineProgress(say, every)
 
-            def report(name: str, step: int, steps: int, loss: float) -> None:
+            def step_line(name: str, step: int, steps: int, loss: float) -> None:
                 lines.update(f"      {name}: step {step}/{steps}, loss {loss:.3f} "
                              f"({format_seconds(lines.elapsed())} elapsed)", force=step == steps)
 
-            pretrain_many(todo, out_dir=models, seed=seed, **{"progress": report, **pretrain})
+            pretrain_many(todo, out_dir=models, seed=seed, **{"progress": step_line, **pretrain})
     else:
         say("[2/3] tiny models: the pretrained weights shipped with drake "
             "(`drake models pretrain` rebuilds them)")
