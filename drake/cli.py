@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
@@ -223,11 +224,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
     if sys.stderr.isatty():  # a rounds bar; tqdm draws nothing elsewhere, so lines there
         progress, hooks = _progress_rounds(f"{args.method} rounds"), []
+        keepalive = contextlib.nullcontext()
     else:
-        progress, hooks = None, [RoundProgress(
-            lambda line: print(line, file=sys.stderr, flush=True), f"{args.method} ")]
+        lines = RoundProgress(lambda line: print(line, file=sys.stderr, flush=True),
+                              f"{args.method} ")
+        progress, hooks, keepalive = None, [lines], lines.keepalive()
     runtime = LocalRuntime(cfg, progress=progress, hooks=hooks)
-    results = runtime.run()
+    with keepalive:  # not around the set-up: a wrong argument stays a one-line error
+        results = runtime.run()
     m = results["metrics"]
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
                   title=f"{results['benchmark']['name']} / {results['scenario']['name']} "

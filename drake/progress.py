@@ -3,8 +3,10 @@
 tqdm bars (``drake build``, ``drake eval`` on a terminal) draw nothing when their output is not
 a terminal, so a piped or logged run stays silent for minutes. :class:`LineProgress` says one
 line at most every ``every`` seconds while work goes on, and always at the end of a stage, so
-that output appears at least that often plus the time of one unit of work. The quickstart uses
-it on a terminal too (a bar and the quickstart's own lines would interleave).
+that output appears at least that often plus the time of one unit of work; within
+:meth:`LineProgress.keepalive` a background thread repeats the current status when one unit
+takes longer (one client's evaluation on busy cores can take a minute). The quickstart uses it
+on a terminal too (a bar and the quickstart's own lines would interleave).
 
 Example
 -------
@@ -18,6 +20,8 @@ Example
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
@@ -42,6 +46,7 @@ class LineProgress:
         self.clock = clock
         self.start = clock()
         self._last = self.start
+        self._lock = threading.Lock()
 
     def elapsed(self) -> float:
         """Seconds since this reporter was made."""
@@ -50,12 +55,36 @@ class LineProgress:
     def update(self, text: str, *, force: bool = False) -> bool:
         """Say ``text`` if forced or if ``every`` seconds have passed since the last line;
         return whether it was said."""
-        now = self.clock()
-        if not force and now - self._last < self.every:
-            return False
-        self.say(text)
-        self._last = now
-        return True
+        with self._lock:  # the keepalive thread says lines too
+            now = self.clock()
+            if not force and now - self._last < self.every:
+                return False
+            self.say(text)
+            self._last = now
+            return True
+
+    @contextlib.contextmanager
+    def keepalive(self, status: Callable[[], str]) -> Iterator[None]:
+        """Within the block, say ``status()`` whenever ``every`` seconds pass without a line.
+
+        A daemon thread checks four times per interval, so that lines come at least every
+        ``1.25 * every`` seconds however long one step of the block takes; it stops when the
+        block ends (or raises).
+        """
+        stop = threading.Event()
+        poll = max(self.every / 4, 0.01)
+
+        def beat() -> None:
+            while not stop.wait(poll):
+                self.update(status())
+
+        thread = threading.Thread(target=beat, name="drake-keepalive", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def wrap(self, desc: str, unit: str) -> Callable[[Iterable, int], Iterator]:
         """A ``progress(iterable, total)`` wrapper, the form :func:`drake.build.build` takes:

@@ -74,9 +74,10 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
     into ``out/models`` first, with these arguments of :func:`drake.models.pretrain_many`
     (``{}``: the defaults, which reproduce the shipped weights).
 
-    Progress goes through ``say``: a line at least every ``every`` seconds while the build
-    (unless ``progress`` wraps its shards instead, e.g. a tqdm bar) and the runs go on, the
-    verification of the build, and the time each method took.
+    Progress goes through ``say``: a line at least every ``every`` seconds (1.25 ``every`` at
+    most) while the runs go on, and about as often while the build does (unless ``progress``
+    wraps its shards instead, e.g. a tqdm bar) and the models pretrain; the verification of
+    the build, and the time each method took.
     """
     from drake.build import build
     from drake.layout import verified_summary
@@ -141,6 +142,7 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
                         eval_every=eval_every, mc_scoring=mc_scoring,
                         eval_initial=i == 0, model_cache=None if models is None else str(models))
         hook = RoundProgress(say, f"      {method} ", every=every)
-        results.append(LocalRuntime(cfg, hooks=[hook]).run())
+        with hook.keepalive():  # a line at least every ~every s, even while one client is slow
+            results.append(LocalRuntime(cfg, hooks=[hook]).run())
         say(f"      {method} took {format_seconds(time.monotonic() - t0)}")
     return results

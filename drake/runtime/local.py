@@ -187,7 +187,8 @@ class Hook:
 
     def on_client_end(self, runtime: LocalRuntime, stage: str, r: int, done: int,
                       total: int) -> None:
-        """After each client of a stage of round ``r``: ``done`` of ``total`` clients.
+        """After each client of a stage of round ``r``: ``done`` of ``total`` clients (and once
+        with ``done=0`` as the stage starts).
 
         ``stage`` is ``"train"`` (local training), ``"eval"`` (scoring), ``"initial"`` (scoring
         before any training, ``r`` = 0) or ``"post_fl"``. For progress reports
@@ -435,6 +436,7 @@ class LocalRuntime:
         samples = [s for t in tasks for s in self.data.samples(self.data.test_ids[t])]
         owner = [t for t in tasks for _ in self.data.test_ids[t]]
         scores: dict[int, dict[str, float]] = {}
+        self._client_done(stage, round_, 0, self.data.num_clients)
         for c in range(self.data.num_clients):
             handle = self._handle(c, records[c], round_)
             torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
@@ -624,6 +626,7 @@ class LocalRuntime:
         """Every client's post-FL stage after the last round (its pending message delivered
         first), saved to its record."""
         last = self.rounds - 1
+        self._client_done("post_fl", last, 0, self.data.num_clients)
         for c in range(self.data.num_clients):
             handle = self._handle(c, st.records[c], last)
             torch.manual_seed(int(np.random.default_rng([self.cfg.seed, last, c, 29])
@@ -653,6 +656,7 @@ class LocalRuntime:
         sampled = sample_clients(self.data.num_clients, self.cfg.frac, self.cfg.seed, r,
                                  first_round_all=self.cfg.first_round_all)
         uploads: dict[int, Payload] = {}
+        self._client_done("train", r, 0, len(sampled))
         for done, c in enumerate(sampled, 1):
             upload = self._train_client(c, r, records, pending, errors)
             if upload is not None:

@@ -5,8 +5,9 @@ client on every task; on two CPU cores one round of the quickstart takes up to a
 :class:`RoundProgress` is a :class:`~drake.runtime.local.Hook`: it says a line at most every
 ``every`` seconds while clients train or are scored, and one line at the end of every round
 with the time it took, the time since the run started and, at evaluation rounds, Self and
-Others. `drake eval` uses it when its output is not a terminal (there it draws a rounds bar),
-and the quickstart always.
+Others. :meth:`RoundProgress.keepalive` repeats the current status while one client takes
+longer than ``every`` seconds. `drake eval` uses it when its output is not a terminal (there it
+draws a rounds bar), and the quickstart always.
 
 Example (a run of 4 rounds, evaluated every 2)::
 
@@ -19,7 +20,8 @@ Example (a run of 4 rounds, evaluated every 2)::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from drake.progress import LineProgress, format_seconds
 from drake.runtime.local import Hook, LocalRuntime, RunState
@@ -49,19 +51,32 @@ class RoundProgress(Hook):
         self.lines = LineProgress(say, every=every, clock=clock)
         self.label = label
         self._round_start = self.lines.start
+        self._status = "setting up"
 
     def _elapsed(self) -> str:
         return f"{format_seconds(self.lines.elapsed())} elapsed"
+
+    def status(self) -> str:
+        """The line for where the run is now (what :meth:`keepalive` repeats)."""
+        return f"{self.label}{self._status} ({self._elapsed()})"
+
+    @contextmanager
+    def keepalive(self) -> Iterator[None]:
+        """Within the block, repeat :meth:`status` whenever ``every`` seconds pass without a
+        line (model loading, a slow client)."""
+        with self.lines.keepalive(self.status):
+            yield
 
     def on_client_end(self, runtime: LocalRuntime, stage: str, r: int, done: int,
                       total: int) -> None:
         where = "before training" if stage == "initial" else f"round {r + 1}/{runtime.rounds}"
         what = "scoring" if stage == "initial" else STAGE_WORDS.get(stage, stage)
         finished = stage == "initial" and done == total  # the rounds' clock starts after it
-        self.lines.update(f"{self.label}{where}: {what}, {done}/{total} clients "
-                          f"({self._elapsed()})", force=finished)
+        self._status = f"{where}: {what}, {done}/{total} clients"
+        self.lines.update(self.status(), force=finished)
         if finished:
             self._round_start = self.lines.clock()
+            self._status = f"round 1/{runtime.rounds}: training"  # till its 0/N event
 
     def on_round_end(self, runtime: LocalRuntime, st: RunState, r: int) -> None:
         now = self.lines.clock()
@@ -72,6 +87,8 @@ class RoundProgress(Hook):
                           f"{format_seconds(now - self._round_start)}{scores} "
                           f"({self._elapsed()})", force=True)
         self._round_start = now
+        self._status = (f"round {r + 2}/{runtime.rounds}: training" if r + 1 < runtime.rounds
+                        else "finishing")
 
     def on_post_fl(self, runtime: LocalRuntime, st: RunState) -> None:
         self.lines.update(f"{self.label}post-FL stage done ({self._elapsed()})", force=True)

@@ -67,13 +67,45 @@ def test_a_run_reports_every_client_of_every_stage(data, tmp_path):
                     pretrained=False, mc_scoring="loglik", eval_initial=True)
     LocalRuntime(cfg, hooks=[RoundProgress(said.append, every=0)]).run()
     stages = [line.split(" (")[0] for line in said]
-    initial = [f"before training: scoring, {c}/10 clients" for c in range(1, 11)]
-    train = [f"round {{r}}/2: training, {c}/10 clients" for c in range(1, 11)]
-    score = [f"round 2/2: scoring, {c}/10 clients" for c in range(1, 11)]
-    assert stages[:10] == initial
-    assert stages[10:20] == [s.format(r=1) for s in train]
-    assert stages[20].startswith("round 1/2 done in ")
-    assert stages[21:31] == [s.format(r=2) for s in train]
-    assert stages[31:41] == score
-    assert stages[41].startswith("round 2/2 done in ") and ": Self " in stages[41]
-    assert len(stages) == 42
+    initial = [f"before training: scoring, {c}/10 clients" for c in range(11)]
+    train = [f"round {{r}}/2: training, {c}/10 clients" for c in range(11)]
+    score = [f"round 2/2: scoring, {c}/10 clients" for c in range(11)]
+    assert stages[:11] == initial  # 0/10 as each stage starts, then after each client
+    assert stages[11:22] == [s.format(r=1) for s in train]
+    assert stages[22].startswith("round 1/2 done in ")
+    assert stages[23:34] == [s.format(r=2) for s in train]
+    assert stages[34:45] == score
+    assert stages[45].startswith("round 2/2 done in ") and ": Self " in stages[45]
+    assert len(stages) == 46
+
+
+def test_keepalive_repeats_the_status_while_one_step_takes_long():
+    """A client slower than the interval still gets lines: the status, with its elapsed time."""
+    import threading
+
+    said, beat = [], threading.Event()
+
+    def say(line):
+        said.append(line)
+        if len(said) >= 3:
+            beat.set()
+
+    hook = RoundProgress(say, "sft ", every=0.02)
+    hook.on_client_end(SimpleNamespace(rounds=4), "eval", 1, 3, 10)
+    with hook.keepalive():
+        assert beat.wait(30)  # the block's one step: waits for the keepalive thread's lines
+    after = len(said)
+    assert all(line.startswith("sft round 2/4: scoring, 3/10 clients (") for line in said)
+    threading.Event().wait(0.1)
+    assert len(said) == after  # the thread stopped with the block
+
+
+def test_keepalive_before_any_event_says_the_run_is_setting_up():
+    said = []
+    hook = RoundProgress(said.append, "ditto ", every=10, clock=FakeClock())
+    assert hook.status() == "ditto setting up (0 s elapsed)"
+    st = RunState({}, {})
+    hook.on_round_end(SimpleNamespace(rounds=2), st, 0)
+    assert hook.status() == "ditto round 2/2: training (0 s elapsed)"
+    hook.on_round_end(SimpleNamespace(rounds=2), st, 1)
+    assert hook.status() == "ditto finishing (0 s elapsed)"
