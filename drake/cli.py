@@ -229,9 +229,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         lines = RoundProgress(lambda line: print(line, file=sys.stderr, flush=True),
                               f"{args.method} ")
         progress, hooks, keepalive = None, [lines], lines.keepalive()
-    runtime = LocalRuntime(cfg, progress=progress, hooks=hooks)
-    with keepalive:  # not around the set-up: a wrong argument stays a one-line error
-        results = runtime.run()
+    with keepalive:  # set-up included (FedMosaic aligns for a minute); lines only after 10 s
+        results = LocalRuntime(cfg, progress=progress, hooks=hooks).run()
     m = results["metrics"]
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
                   title=f"{results['benchmark']['name']} / {results['scenario']['name']} "

@@ -51,7 +51,7 @@ class RoundProgress(Hook):
         self.lines = LineProgress(say, every=every, clock=clock)
         self.label = label
         self._round_start = self.lines.start
-        self._status = "setting up"
+        self._status = "setting up the build, the models and the method"
 
     def _elapsed(self) -> str:
         return f"{format_seconds(self.lines.elapsed())} elapsed"
@@ -74,6 +74,8 @@ class RoundProgress(Hook):
         finished = stage == "initial" and done == total  # the rounds' clock starts after it
         self._status = f"{where}: {what}, {done}/{total} clients"
         self.lines.update(self.status(), force=finished)
+        if stage == "train" and done == 0:  # the round starts (after set-up, when resumed)
+            self._round_start = self.lines.clock()
         if finished:
             self._round_start = self.lines.clock()
             self._status = f"round 1/{runtime.rounds}: training"  # till its 0/N event

@@ -100,12 +100,16 @@ def test_keepalive_repeats_the_status_while_one_step_takes_long():
     assert len(said) == after  # the thread stopped with the block
 
 
-def test_keepalive_before_any_event_says_the_run_is_setting_up():
+def test_status_says_set_up_then_rounds_and_rounds_time_from_their_training():
     said = []
     hook = RoundProgress(said.append, "ditto ", every=10, clock=FakeClock())
-    assert hook.status() == "ditto setting up (0 s elapsed)"
+    assert hook.status() == "ditto setting up the build, the models and the method (0 s elapsed)"
     st = RunState({}, {})
+    hook.lines.clock.now = 40.0  # set-up took 40 s; the round's time starts with its training
+    hook.on_client_end(SimpleNamespace(rounds=2), "train", 0, 0, 10)
+    hook.lines.clock.now = 52.0
     hook.on_round_end(SimpleNamespace(rounds=2), st, 0)
-    assert hook.status() == "ditto round 2/2: training (0 s elapsed)"
+    assert said[-1] == "ditto round 1/2 done in 12 s (52 s elapsed)"
+    assert hook.status() == "ditto round 2/2: training (52 s elapsed)"
     hook.on_round_end(SimpleNamespace(rounds=2), st, 1)
-    assert hook.status() == "ditto finishing (0 s elapsed)"
+    assert hook.status() == "ditto finishing (52 s elapsed)"
