@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
@@ -83,12 +84,12 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from drake.verify import verify
+    from drake.layout import require_build, verified_summary
+    from drake.verify import load_manifest, verify
 
-    report = verify(Path(args.dir))
+    report = verify(require_build(Path(args.dir), "drake verify"))
     if report.ok:
-        print(f"ok: {report.files_checked} files, {report.rows_checked} rows match "
-              f"{Path(args.dir) / 'manifest.json'}")
+        print(f"ok: {verified_summary(report, load_manifest(Path(args.dir)))}")
         return 0
     for problem in report.problems:
         print(f"FAIL {problem}", file=sys.stderr)
@@ -101,14 +102,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
+    from drake.layout import require_build, sample_summary
     from drake.verify import load_manifest
 
-    manifest = load_manifest(Path(args.dir))
+    manifest = load_manifest(require_build(Path(args.dir), "drake info"))
     spec = manifest["spec"]
     console = Console(markup=False)  # a manifest is data: "[/x]" in it is text, not markup
     console.print(Text.assemble((manifest["benchmark"], "bold"),
                                 f" {manifest['version']} — {spec.get('description', '')} (seed "
-                                f"{manifest['seed']}, {manifest['total_rows']} samples)"))
+                                f"{manifest['seed']}, {sample_summary(manifest)})"))
     groups = {t["id"]: t for t in spec["tasks"]}
     table = Table("task", "group", "answer type", "train", "test", "images", "img/sample")
     for task, splits in manifest["tasks"].items():
@@ -200,14 +202,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from baselines import get_method
+    from drake.layout import eval_build
     from drake.runtime import LocalRuntime, RunConfig
+    from drake.runtime.progress import RoundProgress
+    from drake.runtime.results import settings_caption
 
     get_method(args.method)  # fail fast on an unknown name
-    root = Path(args.data) / args.benchmark if args.benchmark else Path(args.data)
-    if not (root / "manifest.json").exists():
-        raise DrakeError(f"{root} holds no built benchmark (no manifest.json); build it with "
-                         f"`drake build --benchmark {args.benchmark or 'drake-synth'} --out "
-                         f"{args.data}`")
+    root = eval_build(Path(args.data), args.benchmark)
     hparams = {}
     for item in args.hp:
         key, sep, value = item.partition("=")
@@ -224,11 +225,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
                     eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
-    runtime = LocalRuntime(cfg, progress=_progress_rounds(f"{args.method} rounds"))
-    results = runtime.run()
+    if sys.stderr.isatty():  # a rounds bar; tqdm draws nothing elsewhere, so lines there
+        progress, hooks = _progress_rounds(f"{args.method} rounds"), []
+        keepalive = contextlib.nullcontext()
+    else:
+        lines = RoundProgress(lambda line: print(line, file=sys.stderr, flush=True),
+                              f"{args.method} ")
+        progress, hooks, keepalive = None, [lines], lines.keepalive()
+    with keepalive:  # set-up included (FedMosaic aligns for a minute); lines only after 10 s
+        results = LocalRuntime(cfg, progress=progress, hooks=hooks).run()
     m = results["metrics"]
     title = (f"{results['benchmark']['name']} / {results['scenario']['name']} (seed "
-             f"{args.seed}, protocol {results['protocol']})")
+             f"{args.seed}, protocol {results['protocol']}; {settings_caption(results)})")
     names = (["self_a_last", "self_a_auc", "others_a_last", "others_a_auc"]
              if results["protocol"] == "self_others" else list(m))
     heads = {"self_a_last": "Self A_last", "self_a_auc": "Self A_AUC",
@@ -248,14 +256,18 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from drake.card import calibration_summary
-    from drake.quickstart import quickstart
+    from drake.quickstart import QUICKSTART, quickstart
+    from drake.runtime.results import settings_caption
+
+    def say(line: str) -> None:
+        print(line, flush=True)
 
     results = quickstart(Path(args.out), methods=args.methods, size=args.size,
                          rounds=args.rounds, seed=args.seed, mc_scoring=args.mc_scoring,
-                         pretrain={} if args.pretrain else None, progress=_progress("building"))
+                         pretrain={} if args.pretrain else None, say=say)
     table = Table("method", "Self A_last", "Self A_AUC", "Others A_last", "Others A_AUC",
-                  "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen), "
-                  f"MC scored by {args.mc_scoring}")
+                  "up MB/round", title="drake-synth, dynamic hetero (tiny-llava-llama / -qwen); "
+                  f"{settings_caption(results[0])}")
     first = Path(args.out) / "runs" / args.methods[0] / "metrics.jsonl"
     if first.exists():
         p0 = json.loads(first.read_text().splitlines()[0])
@@ -271,6 +283,16 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     Console().print(table)
     print(calibration_summary())
     print(f"runs, data and models are under {args.out}")
+    settings = QUICKSTART.eval_args()
+    settings[settings.index("--rounds") + 1] = str(args.rounds)
+    settings[settings.index("--mc-scoring") + 1] = args.mc_scoring
+    if args.seed:
+        settings += ["--seed", str(args.seed)]
+    if args.pretrain:
+        settings += ["--model-cache", str(Path(args.out) / "models")]
+    print(f"another method with the same settings: drake eval --method fedmosaic --data "
+          f"{Path(args.out) / 'data' / 'drake-synth'} {' '.join(settings)} --eval-initial "
+          f"--out {Path(args.out) / 'runs' / 'fedmosaic'}")
     return 0
 
 
@@ -293,6 +315,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    from drake.quickstart import QUICKSTART
+
     parser = OneLineParser(
         prog="drake", description="DRAKE: build, run and score personalized federated learning "
         "benchmarks for multi-modal foundation models.")
@@ -394,7 +418,10 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    help="every client trains in round 0, then --frac (pFedMMA's sampling)")
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")
     p.add_argument("--model-mix", default=None, help="a model mix of the benchmark")
-    p.add_argument("--model-cache", default=None, help="where pretrained tiny models live")
+    p.add_argument("--model-cache", default=None,
+                   help="model cache of the tiny models' pretrained weights, as `drake models "
+                   "pretrain --cache-dir DIR` or `drake quickstart --pretrain` (OUT/models) "
+                   "write it (default: your cache, else the weights shipped with drake)")
     p.add_argument("--untrained", action="store_true", help="use randomly initialised models")
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
     p.add_argument("--eval-initial", action="store_true",
@@ -412,9 +439,10 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", default="./drake-quickstart")
     p.add_argument("--methods", nargs="+", default=["sft", "fedavg", "ditto"])
     p.add_argument("--size", default="small")
-    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=QUICKSTART.rounds)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="loglik",
+    p.add_argument("--mc-scoring", choices=["generate", "loglik"],
+                   default=QUICKSTART.mc_scoring,
                    help="how multiple-choice answers are scored (loglik suits tiny models)")
     p.add_argument("--pretrain", action="store_true",
                    help="pretrain the tiny models into OUT/models instead of loading the shipped "

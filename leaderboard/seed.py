@@ -5,6 +5,7 @@ can hold it against the PDF line by line::
 
     {"paper": "...", "short": "FedMosaic", "link": "https://..." | null,
      "submitter": "...", "date": "YYYY-MM-DD", "n_seeds": 3 | null, "note": "...",
+     "method_names": {"<paper's row name>": "<drake methods name>", ...},
      "tables": [
        {"table": "Tab. 2", "benchmark": "drake", "version": "1.0",
         "scenario": {"name": ..., "order": ..., "models": ..., "partition": {...}},
@@ -18,6 +19,9 @@ can hold it against the PDF line by line::
 Each entry's ``citation.paper`` is ``"<short> (<paper>)"``, so displays can show the short
 name. A cell is ``"mean±std"``, ``"mean"`` (no std printed) or null (left out). Every null cell
 must be explained in ``omitted``; a row whose cells are all null produces no entry.
+Rows keep the paper's method names; ``method_names`` renames those that `drake methods` runs
+under another name (FedMosaic's ``fedit`` is LoRA FedAvg, ``fedavg``), so that a reproduced run
+and the paper's row share one method name; the entry's citation note records the paper's name.
 ``{"all": m}`` repeats model ``m`` for ``partition.n_clients`` clients.
 
 :func:`build_reported_entries` turns the sources into validated ``reported`` entries;
@@ -76,6 +80,7 @@ def _table_entries(
     columns = table["columns"]
     omitted = {(o["method"], c) for o in table.get("omitted", []) for c in o["columns"]}
     notes = [n for n in (source.get("note"), table.get("note")) if n]
+    renames = source.get("method_names", {})
     entries = []
     for r, row in enumerate(table["rows"]):
         method, cells = row[0], row[1:]
@@ -109,7 +114,8 @@ def _table_entries(
             },
             "scenario": table["scenario"],
             "protocol": table["protocol"],
-            "method": {"name": method, "hyperparameters": {}, "config_sha256": None},
+            "method": {"name": renames.get(method, method), "hyperparameters": {},
+                       "config_sha256": None},
             "models_per_client": _models(table, where),
             "seeds": None,
             "n_seeds": source.get("n_seeds"),
@@ -125,7 +131,9 @@ def _table_entries(
             "citation": {
                 "paper": f"{source['short']} ({source['paper']})",
                 "table": table["table"],
-                "note": " ".join(notes) or None,
+                "note": " ".join(notes + ([
+                    f"The paper's {method!r} is `drake methods`' {renames[method]!r}."]
+                    if method in renames else [])) or None,
             },
         }
         entry = parse_entry(doc, f"{where}.rows[{r}]")

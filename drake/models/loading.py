@@ -36,7 +36,7 @@ from drake.models.zoo import TINY_MODELS, ModelInfo, cache_dir, get_info
 
 __all__ = [
     "load_model", "hub_cache_dir", "hub_offline", "tiny_folder", "quiet_transformers",
-    "WEIGHTS_FILE",
+    "pretrained_missing", "WEIGHTS_FILE",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,26 @@ def quiet_transformers() -> Iterator[None]:
 def tiny_folder(name: str, root: Path | None = None) -> Path:
     """Folder of tiny model ``name``'s pretrained files in the model cache ``root``."""
     return Path(root if root is not None else cache_dir()) / name
+
+
+PRETRAINED_FILES = (WEIGHTS_FILE, "config.json", "tokenizer.json")
+
+
+def pretrained_missing(name: str, root: Path | None = None) -> list[str]:
+    """The files :func:`load_model` would miss to load ``name`` pretrained from the model cache
+    ``root`` (default: the user's cache, then the shipped weights); ``[]`` when it can load it,
+    and for real backbones (they come from the Hugging Face cache)."""
+    info = get_info(name, any_hub_id=True)
+    if not info.offline:
+        return []
+    if info.kind == "clip":  # its image tower is the shipped tiny LLaVA tower, whatever root
+        return [] if shipped_folder(TINY_MODELS[0]) is not None else [
+            f"the shipped {TINY_MODELS[0]} weights"]
+    folder = tiny_folder(info.name, root)
+    absent = [f for f in PRETRAINED_FILES if not (folder / f).is_file()]
+    if absent and root is None and shipped_folder(info.name) is not None:
+        return []
+    return absent
 
 
 def hub_cache_dir() -> Path:
@@ -178,18 +198,20 @@ def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
     if vocab is not None:
         raise ValueError("vocab applies to pretrained=False only; pretrained models keep theirs")
     folder = tiny_folder(info.name, root)
-    needed = [WEIGHTS_FILE, "config.json", "tokenizer.json"]
-    absent = [f for f in needed if not (folder / f).is_file()]
+    absent = [f for f in PRETRAINED_FILES if not (folder / f).is_file()]
     shipped = shipped_folder(info.name) if root is None else None
     if absent and shipped is not None:
         verify_shipped(info.name, shipped)
         folder, absent = shipped, []
     if absent:
+        fix = (f"load it with cache_dir=None for the weights shipped with drake, or run `drake "
+               f"models pretrain --model {info.name} --cache-dir {Path(root)}`"
+               if root is not None and shipped_folder(info.name) is not None else
+               f"run `drake models pretrain --model {info.name}`"
+               + (f" --cache-dir {Path(root)}" if root is not None else ""))
         raise ModelNotPretrained(
             f"{info.name} has no pretrained weights in {folder} (missing {', '.join(absent)}); "
-            f"run `drake models pretrain --model {info.name}`"
-            + (f" --cache-dir {Path(root)}" if root is not None else "")
-            + " or load it with pretrained=False for random weights"
+            f"{fix}; or load it with pretrained=False for random weights"
         )
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
     with quiet_transformers():

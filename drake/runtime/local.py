@@ -189,6 +189,16 @@ class Hook:
     def on_post_fl(self, runtime: LocalRuntime, st: RunState) -> None:
         """After the post-FL stage (methods that have one)."""
 
+    def on_client_end(self, runtime: LocalRuntime, stage: str, r: int, done: int,
+                      total: int) -> None:
+        """After each client of a stage of round ``r``: ``done`` of ``total`` clients (and once
+        with ``done=0`` as the stage starts).
+
+        ``stage`` is ``"train"`` (local training), ``"eval"`` (scoring), ``"initial"`` (scoring
+        before any training, ``r`` = 0) or ``"post_fl"``. For progress reports
+        (:class:`drake.runtime.progress.RoundProgress`): it sees no state to change.
+        """
+
 
 class Evaluate(Hook):
     """Score every client at evaluation rounds (right after local training, as the FedMosaic
@@ -247,6 +257,7 @@ class LocalRuntime:
         config.validate()
         self.cfg = config
         self.hooks = list(hooks)
+        self._hooks: list[Hook] = self.hooks  # those of the current run(), built-ins included
         self.out = Path(config.out)
         self.progress = progress
         self.method = make_method(config.method, config.lr, config.method_hparams)
@@ -297,6 +308,8 @@ class LocalRuntime:
 
         self.bundles, self.controls, self.init_state = {}, {}, {}
         cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
+        if self.cfg.pretrained:
+            self._check_pretrained(sorted(set(self.models)), cache)
         for arch in sorted(set(self.models)):
             kind = get_info(arch, any_hub_id=True).kind
             if kind not in self.method.kinds:
@@ -353,6 +366,37 @@ class LocalRuntime:
         for arch, control in self.controls.items():
             self.init_state[arch] = {n: control.state(n) for n in control.names}
 
+    @staticmethod
+    def _check_pretrained(archs: Sequence[str], cache: Path | None) -> None:
+        """Fail before loading anything when pretrained weights are missing, naming every model
+        that lacks them and the `drake eval` flags that fix it."""
+        from drake.models.errors import ModelNotPretrained
+        from drake.models.loading import pretrained_missing
+        from drake.models.shipped import shipped_folder
+        from drake.models.zoo import cache_dir as default_cache_dir
+
+        missing = {a: m for a in archs if (m := pretrained_missing(a, cache))}
+        if not missing:
+            return
+        names = ", ".join(missing)
+        files = ", ".join(sorted({f for m in missing.values() for f in m}))
+        if cache is not None:
+            shipped = all(shipped_folder(a) is not None for a in missing)
+            raise ModelNotPretrained(
+                f"--model-cache {cache} holds no pretrained {names} (missing {files} in "
+                f"{cache}/<model>/); "
+                + ("leave out --model-cache to use the weights shipped with drake, " if shipped
+                   else "")
+                + "point --model-cache at a folder that `drake models pretrain --cache-dir DIR` "
+                "or `drake quickstart --pretrain --out OUT` wrote (DIR, or OUT/models), or pass "
+                "--untrained for random weights")
+        raise ModelNotPretrained(
+            f"no pretrained {names} in the model cache {default_cache_dir()} and this "
+            f"installation ships no weights for them; pass --model-cache DIR for a cache "
+            f"`drake models pretrain --cache-dir DIR` wrote, run `drake models pretrain "
+            f"--model all` (about two hours on two cores), or pass --untrained for random "
+            f"weights")
+
     def _fresh_records(self) -> dict[int, ClientRecord]:
         return {c: ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
                                           for n, s in self.init_state[self.models[c]].items()})
@@ -400,10 +444,21 @@ class LocalRuntime:
 
         return score_task(self.task_metrics[task][0], predictions, samples)
 
-    def evaluate(self, records: Mapping[int, ClientRecord], round_: int
-                 ) -> dict[int, dict[str, float]]:
-        """Score every client as the run's protocol says (:mod:`drake.runtime.plans`)."""
+    def _client_done(self, stage: str, r: int, done: int, total: int) -> None:
+        for hook in self._hooks:
+            hook.on_client_end(self, stage, r, done, total)
+
+    def evaluate(self, records: Mapping[int, ClientRecord], round_: int, *,
+                 stage: str = "eval") -> dict[int, dict[str, float]]:
+        """Score every client as the run's protocol says (:mod:`drake.runtime.plans`); hooks
+        hear of each client scored (``on_client_end`` with ``stage``)."""
+        self._eval_stage = stage
+        self._client_done(stage, round_, 0, self.data.num_clients)
         return self.plan.evaluate(records, round_)
+
+    def client_scored(self, round_: int, c: int) -> None:
+        """A plan has scored client ``c`` at the evaluation point of ``round_``."""
+        self._client_done(self._eval_stage, round_, c + 1, self.data.num_clients)
 
     def predict(self, c: int, record: ClientRecord, round_: int,
                 samples: Sequence[Mapping[str, Any]], *, loglik: bool = False,
@@ -437,6 +492,7 @@ class LocalRuntime:
                 idx = [i for i, t in enumerate(owner) if t == task]
                 scores[c][task] = self._score(task, [samples[i] for i in idx],
                                               [preds[i] for i in idx])
+            self.client_scored(round_, c)
         return scores
 
     def _point(self, label: int, round_: int, scores: Mapping[int, Mapping[str, float]], *,
@@ -566,6 +622,10 @@ class LocalRuntime:
                 raise DrakeError(f"{self.out} holds a run with another config; choose a new "
                                  f"--out or delete it")
         config_path.write_text(cfg_json + "\n")
+        hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
+        if _stop_after is not None:
+            hooks.append(_StopAfter(_stop_after))
+        self._hooks = hooks
         st = self._load_checkpoint()
         if st is not None:
             log.info("resuming %s from round %d", self.out, st.round + 1)
@@ -574,11 +634,9 @@ class LocalRuntime:
             if self.cfg.eval_initial:
                 # the untrained reference averages every task, as A_last does at the end of a
                 # stream, so that the two compare (round 0 alone has only first tasks started)
-                st.initial = self._point(0, 0, self.evaluate(st.records, 0), every_task=True)
+                st.initial = self._point(0, 0, self.evaluate(st.records, 0, stage="initial"),
+                                         every_task=True)
                 st.initial["initial"] = True
-        hooks = [Evaluate(), Checkpoint(), MetricsLog(), *self.hooks]
-        if _stop_after is not None:
-            hooks.append(_StopAfter(_stop_after))
         t0 = time.perf_counter()
         rounds_iter = range(st.round + 1, self.rounds)
         if self.progress:
@@ -614,6 +672,7 @@ class LocalRuntime:
         """Every client's post-FL stage after the last round (its pending message delivered
         first), saved to its record."""
         last = self.rounds - 1
+        self._client_done("post_fl", last, 0, self.data.num_clients)
         for c in range(self.data.num_clients):
             handle = self._handle(c, st.records[c], last)
             torch.manual_seed(int(np.random.default_rng([self.cfg.seed, last, c, 29])
@@ -630,8 +689,10 @@ class LocalRuntime:
                     raise ClientFailed(f"client {c} raised {exc!r} in the post-FL stage; rerun "
                                        f"with --on-client-error skip to continue without "
                                        f"it") from exc
+                self._client_done("post_fl", last, c + 1, self.data.num_clients)
                 continue
             st.records[c] = handle.save()
+            self._client_done("post_fl", last, c + 1, self.data.num_clients)
         st.post_fl = True
 
     def train_round(self, r: int, records: dict[int, ClientRecord],
@@ -641,26 +702,37 @@ class LocalRuntime:
         sampled = sample_clients(self.data.num_clients, self.cfg.frac, self.cfg.seed, r,
                                  first_round_all=self.cfg.first_round_all)
         uploads: dict[int, Payload] = {}
-        for c in sampled:
-            handle = self._handle(c, records[c], r)
-            if handle.num_samples == 0:
-                continue
-            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
-            msg = pending.pop(c, None)
-            if msg is not None:
-                self.method.receive(handle, msg)
-            try:
-                upload = self.method.local_train(handle)
-            except Exception as exc:  # reported, then stop or skip as configured
-                errors.append({"round": r, "client": c, "error": repr(exc)})
-                log.error("client %d failed in round %d: %r", c, r, exc)
-                if self.cfg.on_client_error == "stop":
-                    raise ClientFailed(f"client {c} raised {exc!r} in round {r}; rerun with "
-                                       f"--on-client-error skip to continue without it") from exc
-                continue
-            records[c] = handle.save()
-            uploads[c] = upload
+        self._client_done("train", r, 0, len(sampled))
+        for done, c in enumerate(sampled, 1):
+            upload = self._train_client(c, r, records, pending, errors)
+            if upload is not None:
+                uploads[c] = upload
+            self._client_done("train", r, done, len(sampled))
         return uploads
+
+    def _train_client(self, c: int, r: int, records: dict[int, ClientRecord],
+                      pending: dict[int, Payload], errors: list[dict[str, Any]]
+                      ) -> Payload | None:
+        """Client ``c``'s local training in round ``r``: its upload, or None (no data yet, or
+        a failure skipped by ``on_client_error="skip"``)."""
+        handle = self._handle(c, records[c], r)
+        if handle.num_samples == 0:
+            return None
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
+        msg = pending.pop(c, None)
+        if msg is not None:
+            self.method.receive(handle, msg)
+        try:
+            upload = self.method.local_train(handle)
+        except Exception as exc:  # reported, then stop or skip as configured
+            errors.append({"round": r, "client": c, "error": repr(exc)})
+            log.error("client %d failed in round %d: %r", c, r, exc)
+            if self.cfg.on_client_error == "stop":
+                raise ClientFailed(f"client {c} raised {exc!r} in round {r}; rerun with "
+                                   f"--on-client-error skip to continue without it") from exc
+            return None
+        records[c] = handle.save()
+        return upload
 
     def _write_metrics(self, st: RunState) -> None:
         points = ([st.initial] if st.initial else []) + st.history

@@ -176,6 +176,7 @@ class ClassificationPlan(_ClassPlan):
             # a client whose domain has no test rows is not scored (an empty score line)
             samples, preds = self._scored(c, records, round_, ids, self.classes)
             scores[c] = {self.task: self._accuracy(samples, preds)} if samples else {}
+            self.runtime.client_scored(round_, c)
         return scores
 
     def point(self, label, round_, scores, *, every_task=False):
@@ -231,6 +232,7 @@ class BaseNovelPlan(_ClassPlan):
                                             self.novel_classes)
             scores[c] = {"local": local, "base": self._accuracy(samples, preds),
                          "novel": self._accuracy(novel_s, novel_p)}
+            self.runtime.client_scored(round_, c)
         return scores
 
     def point(self, label, round_, scores, *, every_task=False):
@@ -264,6 +266,7 @@ class GenerationPlan(EvalPlan):
             samples = self.data.samples(ids)
             preds = self._predict(c, records, round_, samples, loglik=False)
             scores[c] = {name: score_task(name, preds, samples) for name in self.names}
+            self.runtime.client_scored(round_, c)
         return scores
 
     def point(self, label, round_, scores, *, every_task=False):

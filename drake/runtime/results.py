@@ -45,6 +45,19 @@ def scenario_name(order: str, models: list[str], mix: str, default_mix: str) -> 
     return name
 
 
+def settings_caption(results: dict[str, Any]) -> str:
+    """The settings a run's scores depend on most, for a table title; `drake eval` and the
+    quickstart differ in them by default, e.g. ``MC scored by loglik, 8 test samples/task,
+    budget 12 steps/round, 4 rounds``."""
+    hp = results["method"]["hyperparameters"]
+    samples = ("all test samples" if hp.get("eval_per_task", -1) == -1
+               else f"{hp['eval_per_task']} test samples/task")
+    steps = (f"budget {hp['compute_budget']} steps/round" if "compute_budget" in hp
+             else f"{hp['local_steps']} local steps/round")
+    return (f"MC scored by {results['scoring']['mc_scoring']}, {samples}, {steps}, "
+            f"{hp['rounds']} rounds")
+
+
 def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]:
     """The RunResult dict of a finished :class:`~drake.runtime.local.LocalRuntime`."""
     import torch
@@ -65,6 +78,8 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
                "eval_per_task": cfg.eval_per_task if cfg.eval_per_task is not None else -1,
                "pretrained": cfg.pretrained, "data_scenario": data.scenario,
                "max_new_tokens": runtime.max_new_tokens}
+    if cfg.local_steps is None:  # the budget set local_steps (by the method's compute ratio)
+        hparams["compute_budget"] = cfg.compute_budget
     if cfg.lora_r:
         hparams["lora.r"] = cfg.lora_r
     if cfg.lora_alpha:

@@ -63,8 +63,8 @@ def test_bad_arguments(built, tmp_path, capsys):
         (["partition", str(built), "--scenario", "x", "--rule", "nope"], "nope"),
         (["partition", str(built), "--scenario", "x", "--rule", "dirichlet", "--param", "alpha"],
          "KEY=VALUE"),
-        (["verify", str(tmp_path / "absent")], "not found"),
-        (["info", str(tmp_path)], "not found"),
+        (["verify", str(tmp_path / "absent")], "is not a DRAKE build"),
+        (["info", str(tmp_path)], "is not a DRAKE build"),
     ]
     for argv, fragment in cases:
         assert fragment in refused(argv, capsys, touches=built), argv

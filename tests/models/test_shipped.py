@@ -58,8 +58,20 @@ def test_a_tampered_shipped_file_is_refused(tmp_path, monkeypatch):
 def test_an_explicit_cache_does_not_fall_back_to_the_shipped_weights(tmp_path):
     from drake.models import ModelNotPretrained
 
-    with pytest.raises(ModelNotPretrained, match="drake models pretrain"):
+    with pytest.raises(ModelNotPretrained, match="drake models pretrain") as err:
         load_model("tiny-llava-llama", cache_dir=tmp_path)
+    # the cache was chosen: the message names the shipped weights before two hours of training
+    assert "cache_dir=None for the weights shipped with drake" in str(err.value)
+
+
+def test_pretrained_missing_says_what_load_model_would_miss(tmp_path, monkeypatch):
+    from drake.models.loading import pretrained_missing
+
+    monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "empty"))
+    assert pretrained_missing("tiny-llava-llama") == []  # the shipped weights
+    assert pretrained_missing("tiny-llava-llama", tmp_path) == [
+        "model.safetensors", "config.json", "tokenizer.json"]
+    assert pretrained_missing("llama3.2-1b-vl", tmp_path) == []  # real backbones: the HF cache
 
 
 def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
