@@ -40,7 +40,7 @@ from drake.errors import BuildError, SchemaError, UnknownNameError
 from drake.locks import exclusive
 from drake.schema import features, to_row, validate_sample
 from drake.sources import AdapterSource, source_for
-from drake.specs import SPLITS, BenchmarkSpec, ClientSpec
+from drake.specs import SPLITS, BenchmarkSpec, ClientSpec, canonical_sha256
 from drake.workers import exit_with_parent
 
 log = logging.getLogger(__name__)
@@ -360,9 +360,7 @@ def _fill(spec, source, partial, final, done, key, *, seed, num_proc, image_size
 def manifest_digest(manifest: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of every manifest field but ``digest`` itself: any edit to the
     metadata (seed, spec, counts) shows in ``drake verify``, as an edited shard does."""
-    body = {k: v for k, v in manifest.items() if k != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-                          ).hexdigest()
+    return canonical_sha256({k: v for k, v in manifest.items() if k != "digest"})
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:

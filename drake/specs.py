@@ -67,6 +67,13 @@ def _plain(obj: Any) -> dict[str, Any]:
     return out
 
 
+
+def canonical_sha256(obj: Any) -> str:
+    """sha256 of ``obj``'s canonical JSON (sorted keys, no spaces): spec fingerprints and the
+    manifest's digest."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+                          ).hexdigest()
+
 @dataclass(frozen=True)
 class TaskSpec:
     """One task: where its samples come from and how they are scored.
@@ -297,5 +304,4 @@ class BenchmarkSpec:
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of the spec: changes whenever the declaration does."""
-        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(blob).hexdigest()
+        return canonical_sha256(self.to_dict())

@@ -7,7 +7,6 @@ For real-data builds it also checks the accounting: each task split reconciles
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from drake.adapters.base import REJECT_REASONS
 from drake.adapters.confine import UnsafeSource, check_name
 from drake.build import CARD, MANIFEST, REJECTED, sha256_file
 from drake.errors import DrakeError, VerifyError
+from drake.specs import canonical_sha256
 
 LEGACY_BUILDERS = {"1"}  # manifests from before the digest: their metadata is checked, not sealed
 
@@ -99,12 +99,6 @@ def load_manifest(root: Path) -> dict[str, Any]:
     return manifest
 
 
-def _spec_sha256(spec: dict[str, Any]) -> str:
-    """As ``BenchmarkSpec.fingerprint``: sha256 of the spec's canonical JSON."""
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
-                          ).hexdigest()
-
-
 def manifest_files(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Every file the manifest vouches for: task shards and partition files."""
     files = [shard for splits in manifest["tasks"].values() for split in splits.values()
@@ -173,7 +167,7 @@ def check_metadata(root: Path, manifest: dict[str, Any], named: set[str]) -> lis
                         f"edited (seed, spec or counts): rebuild the folder")
     elif "digest" not in manifest and manifest["builder_version"] not in LEGACY_BUILDERS:
         problems.append(f"{where}: no digest; builder {manifest['builder_version']} writes one")
-    if _spec_sha256(manifest["spec"]) != manifest["spec_sha256"]:
+    if canonical_sha256(manifest["spec"]) != manifest["spec_sha256"]:  # as its fingerprint
         problems.append(f"{where}: spec_sha256 is not the sha256 of its spec; rebuild the folder")
     declared = {t["id"] for t in manifest["spec"]["tasks"]}
     if set(manifest["tasks"]) - declared:

@@ -198,7 +198,8 @@ class ClipBundle:
     def _texts(self, classes: Sequence[str]) -> dict[str, torch.Tensor]:
         prompts = [self.template.format(c) for c in classes]
         enc = self.tokenizer(prompts, add_special_tokens=False, padding=False)
-        ids = [list(x)[:_max_text() - 1] + [self.tokenizer.eos_token_id] for x in enc["input_ids"]]
+        room = int(CLIP_TEXT["max_position_embeddings"]) - 1  # the </s> takes the last place
+        ids = [list(x)[:room] + [self.tokenizer.eos_token_id] for x in enc["input_ids"]]
         width = max(len(x) for x in ids)
         pad = self.tokenizer.pad_token_id
         return {"input_ids": torch.tensor([x + [pad] * (width - len(x)) for x in ids],
@@ -264,6 +265,3 @@ class ClipBundle:
                              f"text; run open-ended or generation tasks with a LLaVA model "
                              f"(--model-mix, `drake models list`)")
 
-
-def _max_text() -> int:
-    return int(CLIP_TEXT["max_position_embeddings"])

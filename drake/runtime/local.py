@@ -257,6 +257,7 @@ class LocalRuntime:
         config.validate()
         self.cfg = config
         self.hooks = list(hooks)
+        self._eval_stage = "eval"  # what the evaluation under way is, for on_client_end
         self._hooks: list[Hook] = self.hooks  # those of the current run(), built-ins included
         self.out = Path(config.out)
         self.progress = progress

@@ -35,6 +35,7 @@ adapters that answer (Ditto's personal one, FedDPA's mixture).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
 Scores = dict[int, dict[str, float]]
 
 
-class EvalPlan:
+class EvalPlan(ABC):
     """How one protocol scores the clients (see the module docstring)."""
 
     protocol = ""
@@ -58,18 +59,28 @@ class EvalPlan:
         self.runtime = runtime
         self.data = runtime.data
 
+    @abstractmethod
     def evaluate(self, records, round_: int) -> Scores:
-        raise NotImplementedError
+        """Every client's scores at the evaluation point after round ``round_``."""
 
+    @abstractmethod
     def point(self, label: int, round_: int, scores: Scores, *, every_task: bool = False
               ) -> dict[str, Any]:
-        raise NotImplementedError
+        """The ``metrics.jsonl`` line of ``scores``."""
 
     def metrics(self, history: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """``results.json``'s metrics: those of the last point."""
         return dict(history[-1]["metrics"])
 
     # --- shared ------------------------------------------------------------------------------
+    def _only_task(self) -> str:
+        """The one task a classification or generation run scores."""
+        tasks = list(self.data.test_ids)
+        if len(tasks) != 1:
+            raise DrakeError(f"the {self.protocol} protocol scores one task per run; this run "
+                             f"reads {tasks}")
+        return tasks[0]
+
     def _predict(self, c: int, records, round_: int, samples: Sequence[Mapping[str, Any]],
                  *, loglik: bool) -> list[Any]:
         """Client ``c``'s answers to ``samples`` through the method's ``predict``."""
@@ -124,11 +135,7 @@ class _ClassPlan(EvalPlan):
 
     def __init__(self, runtime):
         super().__init__(runtime)
-        tasks = list(self.data.test_ids)
-        if len(tasks) != 1:
-            raise DrakeError(f"the {self.protocol} protocol scores one classification task; "
-                             f"this run reads {tasks}")
-        self.task = tasks[0]
+        self.task = self._only_task()
         self.names = self.data.class_names(self.task)  # label -> class name
         self.classes = list(self.names.values())
         #: the candidate classes of training batches
@@ -250,11 +257,7 @@ class GenerationPlan(EvalPlan):
 
     def __init__(self, runtime):
         super().__init__(runtime)
-        tasks = list(self.data.test_ids)
-        if len(tasks) != 1:
-            raise DrakeError(f"the generation protocol scores one task per run; this run reads "
-                             f"{tasks}")
-        self.task = tasks[0]
+        self.task = self._only_task()
         self.names = [_canonical(n) for n in runtime.task_metrics[self.task]]
 
     def evaluate(self, records, round_):
