@@ -238,6 +238,21 @@ class Method(ABC):
                 _, adapter, arch, key = name.split("/", 3)
                 self._group_means.setdefault((adapter, arch), {})[key] = value
 
+    def global_model(self, arch: str) -> dict[str, tuple[State, float]] | None:
+        """The server's global model of architecture group ``arch``: ``{adapter: (state,
+        weight)}`` to load and activate, or ``None`` where the method keeps none (SFT trains
+        alone; FedMosaic's server only sends personalised mixtures).
+
+        By default it is every adapter the server shares within groups (FedAvg's, Ditto's w,
+        FedDPA's global adapter, FedSim's shared one, Per-FedAvg's meta-model), at weight 1:
+        what a client would hold right after receiving the last message, without anything
+        personal. The generation protocol scores it on the global test rows (FediLoRA's
+        "global" numbers).
+        """
+        shared = {adapter: (mean, 1.0) for (adapter, group), mean in
+                  sorted(self._group_means.items()) if group == arch}
+        return shared or None
+
     def share_within_groups(self, uploads: Mapping[int, Payload],
                             clients: Mapping[int, ClientInfo], adapter: str
                             ) -> dict[int, Payload]:

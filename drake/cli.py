@@ -234,20 +234,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
         progress, hooks, keepalive = None, [lines], lines.keepalive()
     with keepalive:  # set-up included (FedMosaic aligns for a minute); lines only after 10 s
         results = LocalRuntime(cfg, progress=progress, hooks=hooks).run()
-    m = results["metrics"]
-    title = (f"{results['benchmark']['name']} / {results['scenario']['name']} (seed "
-             f"{args.seed}, protocol {results['protocol']}; {settings_caption(results)})")
-    names = (["self_a_last", "self_a_auc", "others_a_last", "others_a_auc"]
-             if results["protocol"] == "self_others" else list(m))
+    # results.json, then the plan's other views (the global model, a multi-task run's tasks)
+    files = [Path(out) / "results.json"] + sorted(
+        f for f in Path(out).glob("results-*.json") if f.is_file())
+    views = [(f, json.loads(f.read_text(encoding="utf-8"))) for f in files]
     heads = {"self_a_last": "Self A_last", "self_a_auc": "Self A_AUC",
              "others_a_last": "Others A_last", "others_a_auc": "Others A_AUC"}
-    table = Table("method", *(heads.get(k, k) for k in names), title=title)
-    table.add_row(args.method, *(f"{m[k]:.2f}" for k in names))
-    Console().print(table)
+    tables: dict[tuple[str, ...], Table] = {}
+    for f, res in views:
+        m = res["metrics"]
+        names = (("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
+                 if res["protocol"] == "self_others" else tuple(m))
+        where = res["scenario"]["name"]
+        if names not in tables:
+            title = (f"{res['benchmark']['name']}{'' if len(views) > 1 else ' / ' + where} "
+                     f"(seed {args.seed}, protocol {res['protocol']}; {settings_caption(res)})")
+            tables[names] = Table("method", *(heads.get(k, k) for k in names), title=title)
+        tables[names].add_row(f"{args.method} · {where}" if len(views) > 1 else args.method,
+                              *(f"{m[k]:.2f}" for k in names))
+    for table in tables.values():
+        Console().print(table)
     if args.eval_initial and results["protocol"] == "self_others":
         first = json.loads((Path(out) / "metrics.jsonl").read_text().splitlines()[0])
         print(f"before training: Self {first['self']:.2f}, Others {first['others']:.2f}")
-    print(f"results: {Path(out) / 'results.json'}")
+    print("results: " + ", ".join(str(f) for f in files))
     return 0
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from evaluators.bertscore import bertscore
 from evaluators.errors import MetricInputError
 from evaluators.generation import bleu, cider, google_bleu, meteor, rouge
+from evaluators.image import mse
 from evaluators.text import exact_match, token_f1
 
 Scorer = Callable[[Sequence[Any], Sequence[Mapping[str, Any]]], float]
@@ -99,6 +100,28 @@ def _accuracy(predictions: Sequence[Any], samples: Sequence[Mapping[str, Any]]) 
     return 100.0 * sum(right) / len(right)
 
 
+def _mse(predictions: Sequence[Any], samples: Sequence[Mapping[str, Any]]) -> float:
+    """TAP's image generation: each prediction a reconstructed ``H x W x 3`` image, pixels in
+    [0, 1]; its target the sample's input image at that size (RGB, bilinear) scaled to [0, 1];
+    :func:`evaluators.image.mse` of the two. A decoder that works on normalised pixels maps them
+    back to [0, 1] before scoring."""
+    import numpy as np
+
+    from drake.models.images import to_pil
+
+    targets = []
+    for i, (p, s) in enumerate(zip(predictions, samples, strict=True)):
+        shape = np.shape(p)
+        images = list(s.get("images") or [])
+        if len(shape) != 3 or shape[2] != 3 or not images:
+            raise MetricInputError(f"sample {s.get('id', i)!r}: mse scores a reconstruction of "
+                                   f"the sample's image as an H x W x 3 array; got shape "
+                                   f"{shape} for {len(images)} image(s)")
+        target = to_pil(images[0]).resize((shape[1], shape[0]), resample=2)  # bilinear
+        targets.append(np.asarray(target, dtype=np.float64) / 255.0)
+    return mse([np.asarray(p, dtype=np.float64) for p in predictions], targets)
+
+
 def _text(fn: Callable[[list[str], list[str]], float]) -> Scorer:
     return lambda predictions, samples: float(fn(_texts(predictions), _answers(samples)))
 
@@ -148,7 +171,8 @@ _ALL = (
     _pct("bertscore_f1", "BERTScore F1, x100", _bertscore),
     Metric("cider", True, 0.0, 1000.0, "CIDEr-D, x100 (not bounded by 100)",
            _text(cider)),
-    Metric("mse", False, 0.0, math.inf, "Mean squared reconstruction error, as printed"),
+    Metric("mse", False, 0.0, math.inf, "Mean squared reconstruction error, pixels in [0, 1]",
+           _mse),
 )
 
 REGISTRY: Mapping[str, Metric] = MappingProxyType({m.name: m for m in _ALL})

@@ -259,11 +259,12 @@ def fedilora_benchmark() -> BenchmarkSpec:
                  licence="see source", citation=tid)
         for tid, hub, args in FEDILORA_TASKS
     )
-    scen = [ScenarioSpec("quantity-skew", "quantity_skew",
-                         params={"num_clients": 10, "global_test": True})]
+    # 10 clients of random sizes plus a global test subset; each client's subset split 8:2
+    # into its train and local test rows (FediLoRA §4.1)
+    split = {"num_clients": 10, "global_test": True, "local_test_fraction": 0.2}
+    scen = [ScenarioSpec("quantity-skew", "quantity_skew", params=dict(split))]
     scen += [ScenarioSpec(f"missing{r}", "quantity_skew",
-                          params={"num_clients": 10, "global_test": True,
-                                  "missing_rate": r, "missing_mode": "per_sample"})
+                          params={**split, "missing_rate": r, "missing_mode": "per_sample"})
              for r in (0.4, 0.6)]
     return BenchmarkSpec(
         name="fedilora", version="1.0",

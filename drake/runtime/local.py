@@ -208,9 +208,15 @@ class Evaluate(Hook):
         if (r + 1) % runtime.cfg.eval_every == 0 or r == runtime.rounds - 1:
             st.history.append(runtime._point(r + 1, r, runtime.evaluate(st.records, r)))
 
+    def on_round_end(self, runtime, st, r):
+        """What the plan scores after aggregation (the global model) joins the round's point."""
+        if st.history and st.history[-1]["round"] == r + 1:
+            runtime.plan.after_aggregate(st.history[-1], r)
+
     def on_post_fl(self, runtime, st):
         last = runtime.rounds - 1
         point = runtime._point(runtime.rounds, last, runtime.evaluate(st.records, last))
+        runtime.plan.after_aggregate(point, last)
         point["post_fl"] = True
         if st.history and st.history[-1]["round"] == runtime.rounds:
             st.history[-1] = point
@@ -477,6 +483,31 @@ class LocalRuntime:
         self.method.after_eval(handle)
         return preds
 
+    def predict_global(self, arch: str, model: Mapping[str, tuple[Mapping[str, torch.Tensor],
+                                                                   float]],
+                       round_: int, samples: Sequence[Mapping[str, Any]], *,
+                       batch: int = 32) -> list[Any]:
+        """The answers of a global model of architecture ``arch`` (``{adapter: (state,
+        weight)}``, :meth:`Method.global_model`): fresh adapters with the given states loaded,
+        only those active, at their weights."""
+        record = ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
+                                        for n, s in self.init_state[arch].items()})
+        for name, (state, _) in model.items():
+            record.adapters[name] = {k: v.clone() for k, v in state.items()}
+        server = self.data.num_clients  # an id no client has
+        handle = RuntimeClient(server, arch, self.bundles[arch], self.controls[arch], record, [],
+                               self.data, round_=round_, steps=0,
+                               batch_size=self.cfg.batch_size, lr=self.cfg.lr,
+                               seed=self.cfg.seed, proxy=self.proxy)
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, 31])
+                              .integers(2**31)))
+        answer = self._answer(handle)
+        weights = {name: weight for name, (_, weight) in model.items()}
+        preds: list[Any] = []
+        for i in range(0, len(samples), batch):
+            preds.extend(answer(samples[i:i + batch], weights))
+        return preds
+
     def evaluate_tasks(self, records: Mapping[int, ClientRecord], round_: int
                        ) -> dict[int, dict[str, float]]:
         """Score every client on every client task; batches mix tasks to amortise calls."""
@@ -659,10 +690,7 @@ class LocalRuntime:
             self.post_fl(st)
             for hook in hooks:
                 hook.on_post_fl(self, st)
-        results = self._results(st.history, st.comm, st.errors, time.perf_counter() - t0)
-        (self.out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True)
-                                               + "\n")
-        return results
+        return self._write_results(st, time.perf_counter() - t0)
 
     @property
     def has_post_fl(self) -> bool:
@@ -741,7 +769,16 @@ class LocalRuntime:
         tmp.write_text("".join(json.dumps(h, sort_keys=True) + "\n" for h in points))
         os.replace(tmp, self.out / "metrics.jsonl")
 
-    def _results(self, history, comm, errors, wall) -> dict[str, Any]:
-        from drake.runtime.results import build_results
+    def _write_results(self, st: RunState, wall: float) -> dict[str, Any]:
+        """Write one results file per view of the plan (``results.json`` first, then
+        ``results-<view>.json``) and return the first."""
+        from drake.runtime.results import build_results, results_file
 
-        return build_results(self, history, comm, errors, wall)
+        views = self.plan.views(st.history)
+        written = []
+        for view in views:
+            results = build_results(self, view, st.comm, st.errors, wall)
+            path = self.out / results_file(view, views)
+            path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+            written.append(results)
+        return written[0]

@@ -21,10 +21,15 @@ protocol           what a point holds
                    Novel on the unassigned test rows (the novel classes) with logits over the
                    novel classes only; each an unweighted mean over clients, and
                    ``HM = 3 / (1/Local + 1/Base + 1/Novel)``.
-``generation``     every metric the task lists (BLEU, ROUGE-Lsum, METEOR, BERTScore, ...) of
-                   each client's (personalised) model on its own test rows (FediLoRA's local
-                   20%), or on the global test rows (those the partition gives to no client)
-                   where it has none; the mean over clients. The primary number is the first
+``generation``     every metric each task lists (BLEU, ROUGE-Lsum, METEOR, BERTScore, MSE, ...)
+                   of each client's personalised model on its own test rows of the task
+                   (FediLoRA's local 20%), or on the global test rows (those the partition
+                   gives to no client) where it has none, weighted by rows over the clients;
+                   and, after the round's aggregation, of the server's global model
+                   (:meth:`~baselines.base.Method.global_model`) on the global test rows. Each
+                   (task, personalised or global) is a results file of its own
+                   (:class:`View`): ``results.json`` and ``results-global.json`` for one task,
+                   and per task for TAP's multi-task runs. The primary number is the first
                    listed metric.
 =================  ============================================================================
 
@@ -38,6 +43,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,6 +54,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from drake.runtime.local import LocalRuntime
 
 Scores = dict[int, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class View:
+    """One results file of a run: the metrics of one model kind on one task.
+
+    ``kind`` is ``""`` for the one view most protocols have (``results.json``), else
+    ``personalized`` or ``global`` (generation); ``task`` is the task a multi-task run's view
+    scores (``None``: the run's only task, or every task). ``scores[point][client]`` holds the
+    view's per-client numbers.
+    """
+
+    kind: str
+    task: str | None
+    metrics: dict[str, float]
+    rounds: list[int]
+    curve: list[float]
+    scores: list[list[dict[str, float]]]
+    others: list[float] | None = None
 
 
 class EvalPlan(ABC):
@@ -71,6 +96,18 @@ class EvalPlan(ABC):
     def metrics(self, history: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """``results.json``'s metrics: those of the last point."""
         return dict(history[-1]["metrics"])
+
+    def after_aggregate(self, point: dict[str, Any], round_: int) -> None:
+        """Add what needs the round's aggregation done to its evaluation point (the global
+        model's scores); nothing by default."""
+
+    def views(self, history: Sequence[Mapping[str, Any]]) -> list[View]:
+        """The results files of the run (:class:`View`): one, ``results.json``, by default."""
+        n = self.data.num_clients
+        return [View("", None, self.metrics(history), [h["round"] for h in history],
+                     [h["self"] for h in history],
+                     [[h["scores"][str(c)] for c in range(n)] for h in history],
+                     [h["others"] for h in history] if self.protocol == "self_others" else None)]
 
     # --- shared ------------------------------------------------------------------------------
     def _only_task(self) -> str:
@@ -253,29 +290,128 @@ class BaseNovelPlan(_ClassPlan):
 
 
 class GenerationPlan(EvalPlan):
+    """Every task of the run scored by its own metric list, on the personalised models and on
+    the server's global model (see the module docstring).
+
+    A run of one task (FediLoRA, synth-caption) keys its scores by metric; a run of several
+    (TAP: each client holds one task) by ``<task>/<metric>``, and each task is a view of its own
+    in the results (:meth:`views`).
+    """
+
     protocol = "generation"
 
     def __init__(self, runtime):
         super().__init__(runtime)
-        self.task = self._only_task()
-        self.names = [_canonical(n) for n in runtime.task_metrics[self.task]]
+        data = self.data
+        self.tasks = list(data.test_ids)
+        if not self.tasks:
+            raise DrakeError(f"scenario {data.scenario!r} has no test rows to score generation "
+                             f"on; rebuild with more rows (a larger --size)")
+        self.names = {t: [_canonical(n) for n in runtime.task_metrics[t]] for t in self.tasks}
+        task_of = data.rows.task_of
+        #: per task: each client's own test rows (its local split), and the global test rows
+        self.local = {t: {c: [sid for sid in data.local_test[c] if task_of[sid] == t]
+                          for c in range(data.num_clients)} for t in self.tasks}
+        self.shared = {t: [sid for sid in data.unassigned_test if task_of[sid] == t]
+                       for t in self.tasks}
 
-    def evaluate(self, records, round_):
+    def _key(self, task: str, metric: str) -> str:
+        return metric if len(self.tasks) == 1 else f"{task}/{metric}"
+
+    def _client_rows(self, c: int, task: str) -> list[str]:
+        """Client ``c``'s rows of ``task``: its local test rows, else the global test rows
+        (FediLoRA scores personalised models on their own 20%; without one, on the global
+        set), else every test row of the task."""
+        return self.local[task][c] or self.shared[task] or self.data.test_ids[task]
+
+    def _metrics(self, task: str, preds: Sequence[Any], samples) -> dict[str, float]:
         from evaluators import score_task
 
+        return {self._key(task, n): score_task(n, preds, samples) for n in self.names[task]}
+
+    def evaluate(self, records, round_):
         scores: Scores = {}
         for c in range(self.data.num_clients):
-            ids = self.data.local_test[c] or self.data.unassigned_test
-            samples = self.data.samples(ids)
-            preds = self._predict(c, records, round_, samples, loglik=False)
-            scores[c] = {name: score_task(name, preds, samples) for name in self.names}
+            scores[c] = {}
+            for task in self.data.client_tasks[c]:
+                if task not in self.names:
+                    continue
+                samples = self.data.samples(self._client_rows(c, task))
+                preds = self._predict(c, records, round_, samples, loglik=False)
+                scores[c].update(self._metrics(task, preds, samples))
+                scores[c][self._key(task, "rows")] = float(len(samples))
             self.runtime.client_scored(round_, c)
         return scores
 
     def point(self, label, round_, scores, *, every_task=False):
-        metrics = {n: float(np.mean([scores[c][n] for c in scores])) for n in self.names}
-        return {"round": label, "self": metrics[self.names[0]], "metrics": metrics,
+        """Each metric a weighted mean over the clients holding the task, by the rows each was
+        scored on (FediLoRA: "the weighted average of each client's local performance")."""
+        metrics: dict[str, float] = {}
+        for task in self.tasks:
+            held = [c for c in scores if self._key(task, "rows") in scores[c]]
+            if not held:
+                continue
+            weights = [scores[c][self._key(task, "rows")] for c in held]
+            for name in self.names[task]:
+                key = self._key(task, name)
+                metrics[key] = float(np.average([scores[c][key] for c in held],
+                                                weights=weights))
+        first = self._key(self.tasks[0], self.names[self.tasks[0]][0])
+        return {"round": label, "self": metrics.get(first, 0.0), "metrics": metrics,
                 "scores": {str(c): dict(v) for c, v in scores.items()}}
+
+    def after_aggregate(self, point: dict[str, Any], round_: int) -> None:
+        """Add the global model's scores to ``point`` (the evaluation point of ``round_``, its
+        aggregation done): each architecture group's global model (:meth:`Method.global_model`)
+        on each task's global test rows (every test row of the task where the scenario keeps
+        none apart), groups weighted by their client counts. Nothing is added for a method
+        without a global model."""
+        runtime = self.runtime
+        groups = Counter(runtime.models)
+        found = {arch: runtime.method.global_model(arch) for arch in sorted(groups)}
+        found = {arch: model for arch, model in found.items() if model is not None}
+        if not found:
+            return
+        by_arch: dict[str, dict[str, float]] = {}
+        for arch, model in found.items():
+            by_arch[arch] = {}
+            for task in self.tasks:
+                samples = self.data.samples(self.shared[task] or self.data.test_ids[task])
+                preds = runtime.predict_global(arch, model, round_, samples)
+                by_arch[arch].update(self._metrics(task, preds, samples))
+        keys = list(next(iter(by_arch.values())))
+        point["global"] = {k: float(np.average([by_arch[a][k] for a in by_arch],
+                                               weights=[groups[a] for a in by_arch]))
+                           for k in keys}
+        point["global_by_arch"] = by_arch
+
+    def views(self, history: Sequence[Mapping[str, Any]]) -> list[View]:
+        """One view per task and model: ``personalized`` from every point, ``global`` from the
+        points that have the global model's scores (each client's score there is its
+        architecture's global model's)."""
+        models = self.runtime.models
+        out = []
+        for task in self.tasks:
+            keys = {n: self._key(task, n) for n in self.names[task]}
+            first = keys[self.names[task][0]]
+
+            def pick(values: Mapping[str, float]) -> dict[str, float]:
+                return {n: values[k] for n, k in keys.items() if k in values}
+
+            points = list(history)
+            scores = [[pick(h["scores"][str(c)]) for c in range(len(models))] for h in points]
+            out.append(View("personalized", task, pick(points[-1]["metrics"]),
+                             [h["round"] for h in points],
+                             [h["metrics"].get(first, 0.0) for h in points], scores))
+            points = [h for h in history if "global" in h]
+            if points and "global" in history[-1]:
+                scores = [[pick(h["global_by_arch"][models[c]]) if models[c] in
+                           h["global_by_arch"] else {} for c in range(len(models))]
+                          for h in points]
+                out.append(View("global", task, pick(points[-1]["global"]),
+                                [h["round"] for h in points],
+                                [h["global"].get(first, 0.0) for h in points], scores))
+        return out
 
 
 def _canonical(name: str) -> str:

