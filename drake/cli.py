@@ -237,11 +237,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # results.json, then the plan's other views (the global model, a multi-task run's tasks)
     files = [Path(out) / "results.json"] + sorted(
         f for f in Path(out).glob("results-*.json") if f.is_file())
-    views = [(f, json.loads(f.read_text(encoding="utf-8"))) for f in files]
+    views = [json.loads(f.read_text(encoding="utf-8")) for f in files]
     heads = {"self_a_last": "Self A_last", "self_a_auc": "Self A_AUC",
              "others_a_last": "Others A_last", "others_a_auc": "Others A_AUC"}
     tables: dict[tuple[str, ...], Table] = {}
-    for f, res in views:
+    for res in views:
         m = res["metrics"]
         names = (("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
                  if res["protocol"] == "self_others" else tuple(m))

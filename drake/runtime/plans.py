@@ -395,7 +395,7 @@ class GenerationPlan(EvalPlan):
             keys = {n: self._key(task, n) for n in self.names[task]}
             first = keys[self.names[task][0]]
 
-            def pick(values: Mapping[str, float]) -> dict[str, float]:
+            def pick(values: Mapping[str, float], keys=keys) -> dict[str, float]:
                 return {n: values[k] for n, k in keys.items() if k in values}
 
             points = list(history)

@@ -8,8 +8,8 @@ import json
 import platform
 import resource
 import subprocess
-from pathlib import Path
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drake import __version__
