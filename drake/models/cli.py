@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drake.models.zoo import CLIP_ZOO, TINY_MODELS, ZOO, cache_dir
+from drake.models.zoo import CLIP_ZOO, TINY_MODELS, ZOO, ModelInfo, cache_dir
 
 __all__ = ["add_cli", "cmd_models_list", "cmd_models_pretrain"]
 
@@ -29,7 +29,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     table = Table("name", "Hugging Face id", "family", "params", "size rank", "LoRA r/alpha",
                   "offline", title=f"DRAKE model zoo (tiny-model cache: {root})")
     for info in ZOO.values():
-        lora = f"{info.lora_defaults['r']}/{info.lora_defaults['alpha']}"
+        lora = _lora_column(info)
         if info.offline:
             if (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file():
                 offline = "yes (pretrained in the cache)"
@@ -42,15 +42,20 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         table.add_row(info.name, info.hf_id or "-", info.family, info.params,
                       str(info.size_rank), lora, offline)
     for info in CLIP_ZOO.values():  # the classification protocols' kind
-        lora = f"{info.lora_defaults['r']}/{info.lora_defaults['alpha']}"
+        offline = ("yes (image tower shipped; text tower random, not pretrained yet)"
+                   if info.offline else "no (Hub)")
         table.add_row(info.name, info.hf_id or "-", "clip (classifier)", info.params,
-                      str(info.size_rank), lora,
-                      "yes (image tower shipped; text tower random, not pretrained yet)")
+                      str(info.size_rank), _lora_column(info), offline)
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
         console = Console(width=200)
     console.print(table)
     return 0
+
+
+def _lora_column(info: ModelInfo) -> str:
+    """``r/alpha``, alpha to three significant digits (CLIP's is sqrt(2))."""
+    return f"{info.lora_defaults['r']}/{info.lora_defaults['alpha']:.3g}"
 
 
 def cmd_models_pretrain(args: argparse.Namespace) -> int:

@@ -13,16 +13,24 @@ with ``t`` the learned logit scale; training is cross-entropy over the candidate
 ``last_hidden``), answered with class logits, plus :meth:`ClipBundle.class_logits`. A CLIP model
 does not write text: :meth:`ClipBundle.generate` refuses, naming the LLaVA models.
 
-``tiny-clip`` (offline) is :class:`TinyClip`: the Swin vision tower of the tiny LLaVA families
-(its pretrained weights are shipped with them) and a small CLIP text transformer, each followed
-by a linear projection into a shared 64-dimensional space. The text side pools the state of the
-end-of-sequence token, which :class:`TinyClip` finds itself: the drake tokenizer's ``</s>`` has
-id 2, which ``CLIPTextModel``'s own pooling takes for the legacy "highest id" rule.
+The bundle talks to a :class:`ClipCore`: unit-norm image and text embeddings in one space, their
+scaled cosine similarities, and the model's own way of tokenizing class prompts. Two cores exist:
+
+* ``tiny-clip`` (offline) is :class:`TinyClip`: the Swin vision tower of the tiny LLaVA families
+  (its pretrained weights are shipped with them) and a small CLIP text transformer, each followed
+  by a linear projection into a shared 64-dimensional space. The text side pools the state of the
+  end-of-sequence token, which :class:`TinyClip` finds itself: the drake tokenizer's ``</s>`` has
+  id 2, which ``CLIPTextModel``'s own pooling takes for the legacy "highest id" rule.
+* ``clip-vit-b16`` and ``clip-vit-b32`` are :class:`HubClip`: OpenAI's pretrained
+  ``transformers.CLIPModel`` from the Hub, its prompts tokenized by its own CLIP tokenizer
+  (start and end tokens, at most 77 positions).
 """
 
 from __future__ import annotations
 
+import abc
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -30,13 +38,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import CLIPTextConfig, CLIPTextModel, SwinModel
+from transformers import CLIPModel, CLIPTextConfig, CLIPTextModel, SwinModel
 
 from drake.errors import DrakeError, SchemaError
 from drake.models.zoo import ModelInfo
 
-__all__ = ["CLASS_TEMPLATE", "CLIP_TEXT", "ClipBundle", "ModelKindError", "TinyClip",
-           "build_tiny_clip"]
+__all__ = ["CLASS_TEMPLATE", "CLIP_TEXT", "ClipBundle", "ClipCore", "HubClip", "ModelKindError",
+           "TinyClip", "build_tiny_clip"]
 
 #: CoOp's / pFedMMA's class prompt.
 CLASS_TEMPLATE = "a photo of a {}."
@@ -46,13 +54,56 @@ CLIP_TEXT: Mapping[str, int] = MappingProxyType({
     "num_attention_heads": 2, "max_position_embeddings": 32,
 })
 PROJECTION_DIM = 64
+#: parameter names of an image tower or its projection (Swin's ``vision.``, a Hub CLIP's
+#: ``vision_model.``)
+_IMAGE_SIDE = re.compile(r"(^|\.)(vision|vision_model|visual_projection)\.")
 
 
 class ModelKindError(DrakeError):
     """A model was asked for something its kind does not do (a CLIP model to write text)."""
 
 
-class TinyClip(nn.Module):
+class ClipCore(nn.Module, metaclass=abc.ABCMeta):
+    """What :class:`ClipBundle` calls on a CLIP-kind model.
+
+    A core maps images and tokenized prompts to unit-norm embeddings of one
+    ``projection_dim``-dimensional space and scores them as ``logit_scale.exp()`` times their
+    cosine similarity; :meth:`tokenize` turns class prompts into the ids its text tower expects.
+    """
+
+    #: the learned temperature ``t`` of ``exp(t) * cos``
+    logit_scale: nn.Parameter
+
+    @property
+    @abc.abstractmethod
+    def projection_dim(self) -> int:
+        """Width of the shared embedding space."""
+
+    @abc.abstractmethod
+    def image_embeds(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """Unit-norm image embeddings ``[N, projection_dim]``."""
+
+    @abc.abstractmethod
+    def text_embeds(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Unit-norm text embeddings ``[N, projection_dim]``."""
+
+    @abc.abstractmethod
+    def tokenize(self, tokenizer: Any, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """``input_ids`` and ``attention_mask`` (CPU, padded to the longest prompt) of
+        ``prompts``, as this model's text tower reads them."""
+
+    def logits(self, image: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+        """Scaled cosine similarities of unit-norm embeddings ``[N, K]``."""
+        return self.logit_scale.exp() * image @ text.T
+
+    def forward(self, pixel_values: torch.Tensor, input_ids: torch.Tensor,
+                attention_mask: torch.Tensor) -> torch.Tensor:
+        """Class logits ``[N images, K texts]``."""
+        return self.logits(self.image_embeds(pixel_values),
+                           self.text_embeds(input_ids, attention_mask))
+
+
+class TinyClip(ClipCore):
     """A dual encoder: Swin image tower, CLIP text transformer, projections, logit scale."""
 
     def __init__(self, text_config: CLIPTextConfig, vision_config: Any,
@@ -65,14 +116,14 @@ class TinyClip(nn.Module):
         self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
         self.eos_token_id = int(text_config.eos_token_id)
 
+    @property
+    def projection_dim(self) -> int:
+        return int(self.text_projection.out_features)
+
     def image_embeds(self, pixel_values: torch.Tensor) -> torch.Tensor:
         """Unit-norm image embeddings ``[N, projection_dim]``."""
         pooled = self.vision(pixel_values=pixel_values).pooler_output
         return F.normalize(self.visual_projection(pooled), dim=-1)
-
-    def logits(self, image: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
-        """Scaled cosine similarities of unit-norm embeddings ``[N, K]``."""
-        return self.logit_scale.exp() * image @ text.T
 
     def text_embeds(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Unit-norm text embeddings ``[N, projection_dim]``, pooled at each ``</s>``."""
@@ -81,11 +132,69 @@ class TinyClip(nn.Module):
         pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), at]
         return F.normalize(self.text_projection(pooled), dim=-1)
 
-    def forward(self, pixel_values: torch.Tensor, input_ids: torch.Tensor,
-                attention_mask: torch.Tensor) -> torch.Tensor:
-        """Class logits ``[N images, K texts]``."""
-        return self.logits(self.image_embeds(pixel_values),
-                           self.text_embeds(input_ids, attention_mask))
+    def tokenize(self, tokenizer: Any, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """The drake tokenizer's ids without special tokens, cut to the text tower's positions
+        and closed by ``</s>`` (the token :meth:`text_embeds` pools at)."""
+        enc = tokenizer(list(prompts), add_special_tokens=False, padding=False)
+        room = int(self.text.config.max_position_embeddings) - 1  # </s> takes the last place
+        ids = [list(x)[:room] + [tokenizer.eos_token_id] for x in enc["input_ids"]]
+        width = max(len(x) for x in ids)
+        pad = tokenizer.pad_token_id
+        return {"input_ids": torch.tensor([x + [pad] * (width - len(x)) for x in ids]),
+                "attention_mask": torch.tensor([[1] * len(x) + [0] * (width - len(x))
+                                                for x in ids])}
+
+
+class HubClip(ClipCore):
+    """A pretrained ``transformers.CLIPModel`` (OpenAI's CLIP from the Hub) as a :class:`ClipCore`.
+
+    The model sits in ``self.clip``, so its modules keep their own names under that prefix
+    (``clip.text_model.encoder.layers.0.self_attn.q_proj``, which the zoo's LoRA regexes target).
+    Embeddings come out in float32 whatever the model's dtype, so that logits and losses of a
+    bfloat16 model on a GPU are computed at full precision.
+
+    Parameters
+    ----------
+    model : transformers.CLIPModel
+        The dual encoder; its text tower pools at the end-of-text token its tokenizer appends.
+    """
+
+    def __init__(self, model: CLIPModel) -> None:
+        super().__init__()
+        self.clip = model
+
+    @property
+    def logit_scale(self) -> nn.Parameter:  # type: ignore[override]
+        return self.clip.logit_scale
+
+    @property
+    def projection_dim(self) -> int:
+        return int(self.clip.config.projection_dim)
+
+    @property
+    def max_text_length(self) -> int:
+        """Positions of the text tower (77 for OpenAI's models)."""
+        return int(self.clip.config.text_config.max_position_embeddings)
+
+    def image_embeds(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """Unit-norm image embeddings ``[N, projection_dim]`` of CLIP-normalised pixels."""
+        dtype = self.clip.visual_projection.weight.dtype
+        pooled = self.clip.vision_model(pixel_values=pixel_values.to(dtype)).pooler_output
+        return F.normalize(self.clip.visual_projection(pooled).float(), dim=-1)
+
+    def text_embeds(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Unit-norm text embeddings ``[N, projection_dim]``, pooled by CLIP's text tower at the
+        end-of-text token."""
+        pooled = self.clip.text_model(input_ids=input_ids,
+                                      attention_mask=attention_mask).pooler_output
+        return F.normalize(self.clip.text_projection(pooled).float(), dim=-1)
+
+    def tokenize(self, tokenizer: Any, prompts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """The CLIP tokenizer's own encoding: start token, prompt, end token, cut to the text
+        tower's positions, padded to the longest prompt."""
+        enc = tokenizer(list(prompts), padding=True, truncation=True,
+                        max_length=self.max_text_length, return_tensors="pt")
+        return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 
 def tiny_clip_text_config(tokenizer: Any) -> CLIPTextConfig:
@@ -120,9 +229,11 @@ class ClipBundle:
     name, info
         Zoo name and entry.
     model : torch.nn.Module
-        A :class:`TinyClip` (or a peft model wrapping one).
+        A :class:`ClipCore` (:class:`TinyClip` or :class:`HubClip`), or a peft model wrapping
+        one.
     tokenizer
-        Tokenizes class prompts; must have an end-of-sequence token.
+        Tokenizes class prompts (through the core's :meth:`ClipCore.tokenize`); must have an
+        end-of-sequence token.
     pixel_fn : callable
         ``pixel_fn(images) -> Tensor[N, 3, S, S]``.
     template : str
@@ -153,11 +264,12 @@ class ClipBundle:
 
     @property
     def hidden_size(self) -> int:
-        return PROJECTION_DIM
+        """Width of the embeddings :meth:`last_hidden` returns."""
+        return self._core().projection_dim
 
-    def _core(self) -> TinyClip:
+    def _core(self) -> ClipCore:
         model = self.model
-        while not isinstance(model, TinyClip):
+        while not isinstance(model, ClipCore):
             model = model.get_base_model() if hasattr(model, "get_base_model") else model.model
         return model
 
@@ -167,7 +279,7 @@ class ClipBundle:
         """Whether any adapter sits in the image tower or its projection (then images are
         encoded every time; else once per sample id, as the frozen tower always gives the
         same embedding)."""
-        return any("lora_" in n and (".vision." in f".{n}" or "visual_projection" in n)
+        return any("lora_" in n and _IMAGE_SIDE.search(n)
                    for n, _ in self.model.named_parameters())
 
     def image_embeds(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
@@ -196,16 +308,10 @@ class ClipBundle:
         return self._pixel_fn(images).to(self.device)
 
     def _texts(self, classes: Sequence[str]) -> dict[str, torch.Tensor]:
+        """The class prompts of ``classes``, tokenized as the core's text tower reads them."""
         prompts = [self.template.format(c) for c in classes]
-        enc = self.tokenizer(prompts, add_special_tokens=False, padding=False)
-        room = int(CLIP_TEXT["max_position_embeddings"]) - 1  # the </s> takes the last place
-        ids = [list(x)[:room] + [self.tokenizer.eos_token_id] for x in enc["input_ids"]]
-        width = max(len(x) for x in ids)
-        pad = self.tokenizer.pad_token_id
-        return {"input_ids": torch.tensor([x + [pad] * (width - len(x)) for x in ids],
-                                          device=self.device),
-                "attention_mask": torch.tensor([[1] * len(x) + [0] * (width - len(x))
-                                                for x in ids], device=self.device)}
+        enc = self._core().tokenize(self.tokenizer, prompts)
+        return {k: v.to(self.device) for k, v in enc.items()}
 
     def collate(self, samples: Sequence[Mapping[str, Any]], *, train: bool = True
                 ) -> dict[str, torch.Tensor]:

@@ -3,9 +3,11 @@
 A sample's ``images`` hold PIL images when generated in memory, and ``{"bytes": ..., "path": ...}``
 dicts (or raw bytes) when read back from parquet. :func:`to_pil` accepts all three.
 
-:func:`clip_pixels` is the image transform of the tiny models, written with PIL and numpy only
-(torchvision does not import beside the project's torch build): bicubic resize to a square,
-scale to [0, 1], normalise with CLIP's mean and standard deviation, channels first.
+:func:`clip_pixels` is the image transform of the CLIP-style image towers, written with PIL and
+numpy only (torchvision does not import beside the project's torch build): bicubic resize to a
+square, scale to [0, 1], normalise with CLIP's mean and standard deviation, channels first. The
+tiny models squash each image to the square; OpenAI's CLIP models take ``center_crop=True``, their
+own preprocessing: the shorter side resized to the size, then the central square cut out.
 """
 
 from __future__ import annotations
@@ -70,18 +72,35 @@ def _open(data: bytes, what: str) -> Image.Image:
     return image
 
 
-def resized_uint8(images: Sequence[Any], size: int) -> np.ndarray:
+def resized_uint8(images: Sequence[Any], size: int, *, center_crop: bool = False) -> np.ndarray:
     """Decode and resize images (bicubic, to ``size`` x ``size``) into ``[N, size, size, 3]``
-    uint8: the compact form pretraining keeps many pictures in."""
+    uint8: the compact form pretraining keeps many pictures in.
+
+    With ``center_crop``, the aspect ratio is kept: the shorter side is resized to ``size`` and
+    the central ``size`` x ``size`` square is cut out (CLIP's preprocessing); else each image is
+    resized to the square directly.
+    """
     if size <= 0:
         raise ValueError(f"image size must be positive, got {size}")
     out = np.empty((len(images), size, size, 3), dtype=np.uint8)
     for i, value in enumerate(images):
         image = to_pil(value)
-        if image.size != (size, size):
+        if center_crop and image.size[0] != image.size[1]:
+            image = _shorter_side_then_crop(image, size)
+        elif image.size != (size, size):
             image = image.resize((size, size), Image.Resampling.BICUBIC)
         out[i] = np.asarray(image, dtype=np.uint8)
     return out
+
+
+def _shorter_side_then_crop(image: Image.Image, size: int) -> Image.Image:
+    width, height = image.size
+    short, long = min(width, height), max(width, height)
+    long = int(size * long / short)  # the longer side, as CLIP's processor rounds it
+    resized = image.resize((size, long) if width < height else (long, size),
+                           Image.Resampling.BICUBIC)
+    left, top = (resized.size[0] - size) // 2, (resized.size[1] - size) // 2
+    return resized.crop((left, top, left + size, top + size))
 
 
 def normalise(pixels: np.ndarray | torch.Tensor, mean: Sequence[float] = CLIP_MEAN,
@@ -99,11 +118,15 @@ def clip_pixels(
     size: int,
     mean: Sequence[float] = CLIP_MEAN,
     std: Sequence[float] = CLIP_STD,
+    *,
+    center_crop: bool = False,
 ) -> torch.Tensor:
     """Turn images into a normalised ``[N, 3, size, size]`` float32 tensor.
 
     Each image is converted to RGB, resized to ``size`` x ``size`` with bicubic resampling
-    (aspect ratio is not kept: drake-synth images are square), scaled to [0, 1] and normalised
-    per channel as ``(x - mean) / std`` (:func:`resized_uint8`, then :func:`normalise`).
+    (aspect ratio not kept, as drake-synth images are square; or, with ``center_crop``, kept by
+    resizing the shorter side and cutting out the central square, as CLIP's processor does),
+    scaled to [0, 1] and normalised per channel as ``(x - mean) / std`` (:func:`resized_uint8`,
+    then :func:`normalise`).
     """
-    return normalise(resized_uint8(images, size), mean, std)
+    return normalise(resized_uint8(images, size, center_crop=center_crop), mean, std)

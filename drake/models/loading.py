@@ -2,7 +2,8 @@
 
 Tiny models are built locally: from their config and a seed, or from the weights that
 ``drake models pretrain`` wrote to the model cache. Real backbones go through ``transformers``
-(``AutoProcessor`` and ``AutoModelForImageTextToText``) and the Hugging Face Hub cache. Without
+(``AutoProcessor`` and ``AutoModelForImageTextToText``; ``CLIPModel`` and its tokenizer for the
+CLIP kind, as a :class:`~drake.models.clip.ClipBundle`) and the Hugging Face Hub cache. Without
 network, a real model that is not in that cache fails at once with an error that names the
 offline alternative; it never falls back to a tiny model silently.
 """
@@ -32,7 +33,7 @@ from drake.models.tiny import (
     synth_vocabulary,
 )
 from drake.models.tokenizer import build_tokenizer
-from drake.models.zoo import TINY_MODELS, ModelInfo, cache_dir, get_info
+from drake.models.zoo import CLIP_ZOO, TINY_MODELS, ModelInfo, cache_dir, get_info
 
 __all__ = [
     "load_model", "hub_cache_dir", "hub_offline", "tiny_folder", "quiet_transformers",
@@ -124,7 +125,8 @@ def load_model(
     ----------
     name : str
         A zoo name (``drake models list``) or a Hugging Face id (a zoo backbone's, or any
-        LLaVA-style checkpoint's).
+        LLaVA-style checkpoint's). A CLIP-kind name (``tiny-clip``, ``clip-vit-b16``, ...) gives
+        a :class:`~drake.models.clip.ClipBundle`.
     cache_dir : Path, optional
         Model cache of the tiny models (default :func:`drake.models.cache_dir`); the pretrained
         files of ``tiny-llava-llama`` are in ``<cache_dir>/tiny-llava-llama/``. Real backbones use
@@ -160,8 +162,10 @@ def load_model(
         reached (or ``HF_HUB_OFFLINE=1``).
     """
     info = get_info(name, any_hub_id=True)
-    if info.kind == "clip":
+    if info.kind == "clip" and info.offline:
         bundle = _load_tiny_clip(info, pretrained, seed, vocab)
+    elif info.kind == "clip":
+        bundle = _load_hub_clip(info, device, dtype)
     elif info.offline:
         bundle = _load_tiny(info, cache_dir, pretrained, seed, vocab)
     else:
@@ -265,11 +269,15 @@ def _load_tiny_clip(info: ModelInfo, pretrained: bool, seed: int,
 
 
 def _offline_error(info: ModelInfo, hub: Path, why: str) -> NetworkUnavailable:
+    if info.kind == "clip":
+        tiny = ", ".join(n for n, i in CLIP_ZOO.items() if i.offline)
+        alternative = f"{tiny} (its image tower ships with drake)"
+    else:
+        alternative = f"{', '.join(TINY_MODELS)} (`drake models pretrain`)"
     return NetworkUnavailable(
         f"{info.name} ({info.hf_id}) is not in the Hugging Face cache {hub} and {why}; "
         f"download it where the Hub is reachable (`hf download {info.hf_id}`, then point "
-        f"HF_HOME at that cache), or run offline with a tiny model: {', '.join(TINY_MODELS)} "
-        "(`drake models pretrain`)"
+        f"HF_HOME at that cache), or run offline with a tiny model: {alternative}"
     )
 
 
@@ -352,32 +360,53 @@ def _hub_reachable(timeout: float = 5.0) -> bool:
         return False
 
 
+def _hub_source(info: ModelInfo) -> tuple[str, dict[str, Any], bool]:
+    """Where a real backbone loads from, the ``from_pretrained`` keyword arguments that go with
+    it, and whether it is cached.
+
+    A cached model loads from its snapshot folder with ``local_files_only``: no request leaves
+    the machine. An uncached one loads by its Hub id into the Hub cache, but only while the Hub
+    can be reached: offline it fails at once (:class:`NetworkUnavailable`).
+    """
+    assert info.hf_id is not None
+    hub = hub_cache_dir()
+    snapshot = _cached_snapshot(info.hf_id, hub)
+    if snapshot is not None:
+        return str(snapshot), {"local_files_only": True}, True
+    if hub_offline():
+        raise _offline_error(info, hub, "HF_HUB_OFFLINE is set")
+    if not _hub_reachable():
+        raise _offline_error(info, hub, "the Hub cannot be reached")
+    return info.hf_id, {"cache_dir": str(hub)}, False
+
+
+def _load_failed(info: ModelInfo, source: str, cached: bool, err: Exception) -> Exception:
+    """The error to raise for a failed ``from_pretrained``: a lost connection while downloading
+    is :class:`NetworkUnavailable`, anything else :class:`ModelLoadError`."""
+    if not cached and _is_network_error(err):
+        return _offline_error(info, hub_cache_dir(), "the Hub cannot be reached")
+    return ModelLoadError(f"could not load {info.name} ({info.hf_id}) from {source}: {err}")
+
+
+def _real_dtype(device: str | torch.device, dtype: torch.dtype | None) -> torch.dtype:
+    """bfloat16 on CUDA, float32 elsewhere, unless the caller chose."""
+    if dtype is not None:
+        return dtype
+    return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+
+
 def _load_real(info: ModelInfo, device: str | torch.device, dtype: torch.dtype | None
                ) -> ModelBundle:
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    assert info.hf_id is not None
-    hub = hub_cache_dir()
-    snapshot = _cached_snapshot(info.hf_id, hub)
-    if snapshot is None:
-        if hub_offline():
-            raise _offline_error(info, hub, "HF_HUB_OFFLINE is set")
-        if not _hub_reachable():
-            raise _offline_error(info, hub, "the Hub cannot be reached")
-    if dtype is None:
-        dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
-    # A cached model loads from its snapshot folder: no request leaves the machine.
-    source = str(snapshot) if snapshot is not None else info.hf_id
-    kwargs: dict[str, Any] = {} if snapshot is not None else {"cache_dir": str(hub)}
+    source, kwargs, cached = _hub_source(info)
     try:
         processor = AutoProcessor.from_pretrained(source, **kwargs)
-        with quiet_transformers() if snapshot is not None else contextlib.nullcontext():
-            model = AutoModelForImageTextToText.from_pretrained(source, dtype=dtype, **kwargs)
+        with quiet_transformers() if cached else contextlib.nullcontext():
+            model = AutoModelForImageTextToText.from_pretrained(
+                source, dtype=_real_dtype(device, dtype), **kwargs)
     except Exception as err:
-        if snapshot is None and _is_network_error(err):
-            raise _offline_error(info, hub, "the Hub cannot be reached") from err
-        raise ModelLoadError(f"could not load {info.name} ({info.hf_id}) from {source}: {err}"
-                             ) from err
+        raise _load_failed(info, source, cached, err) from err
     tokenizer = getattr(processor, "tokenizer", None)
     image_processor = getattr(processor, "image_processor", None)
     if tokenizer is None or image_processor is None:
@@ -411,3 +440,26 @@ def _load_real(info: ModelInfo, device: str | torch.device, dtype: torch.dtype |
         chat=_chat_format(tokenizer),
         image_token=image_token,
     )
+
+
+def _load_hub_clip(info: ModelInfo, device: str | torch.device, dtype: torch.dtype | None):
+    """OpenAI's CLIP (``clip-vit-b16``, ``clip-vit-b32``): ``CLIPModel`` and its own tokenizer
+    from the Hub cache, its images resized and centre-cropped to the vision config's size and
+    normalised with CLIP's mean and standard deviation."""
+    from transformers import AutoTokenizer, CLIPModel
+
+    from drake.models.clip import ClipBundle, HubClip
+
+    source, kwargs, cached = _hub_source(info)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        with quiet_transformers() if cached else contextlib.nullcontext():
+            model = CLIPModel.from_pretrained(source, dtype=_real_dtype(device, dtype), **kwargs)
+    except Exception as err:
+        raise _load_failed(info, source, cached, err) from err
+    if tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
+        raise ModelLoadError(f"{info.hf_id}: its tokenizer has no end-of-text or padding token; "
+                             "it is not a CLIP checkpoint")
+    size = int(model.config.vision_config.image_size)
+    return ClipBundle(info.name, info, HubClip(model), tokenizer,
+                      pixel_fn=lambda images: clip_pixels(images, size, center_crop=True))

@@ -8,12 +8,17 @@ Two kinds of entries live here:
   given weights by ``drake models pretrain``. They are the heterogeneous pair of the offline suite,
   the way the FedMosaic paper pairs Llama-3.2-1B with Llama-3.2-3B: different width *and* depth.
 
+:data:`CLIP_ZOO` holds the CLIP kind of the classification protocols: ``tiny-clip`` (offline) and
+OpenAI's CLIP ViT-B/16 and ViT-B/32 from the Hub, the backbones of pFedMMA and the CLIP
+prompt-learning baselines.
+
 ``size_rank`` orders the models by parameter count (0 = smallest); methods that need "the
 smallest model of the federation" (FedMosaic's proxy model) compare ranks, not names.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -103,19 +108,37 @@ ZOO: Mapping[str, ModelInfo] = MappingProxyType({e.name: e for e in _ENTRIES})
 TINY_MODELS: tuple[str, ...] = tuple(e.name for e in _ENTRIES if e.offline)
 
 #: peft regex of the CLIP kind's default LoRA targets: the query and value maps of the text
-#: transformer's attention. The image tower stays frozen, so each image is encoded once per run
-#: (on two CPU cores a Swin pass over a batch of 4 costs half a second; a round of 20 clients
-#: would spend a minute in it). A method that adapts the image tower too (pFedMMA, CLIP-LoRA on
-#: both encoders) targets :data:`CLIP_BOTH_LORA_REGEX`.
-CLIP_LORA_REGEX = r"(.*\.)?text\..*\.(q_proj|v_proj)"
-#: Both encoders: Swin's ``query``/``value`` and the text transformer's ``q_proj``/``v_proj``.
-CLIP_BOTH_LORA_REGEX = r"(.*\.)?(vision|text)\..*\.(query|value|q_proj|v_proj)"
+#: transformer's attention, in ``tiny-clip`` (``text.….self_attn.q_proj``) and in a Hub
+#: ``CLIPModel`` (``text_model.encoder.layers.N.self_attn.q_proj``). The image tower stays frozen,
+#: so each image is encoded once per run (on two CPU cores a Swin pass over a batch of 4 costs half
+#: a second; a round of 20 clients would spend a minute in it). A method that adapts the image
+#: tower too (pFedMMA, CLIP-LoRA on both encoders) targets :data:`CLIP_BOTH_LORA_REGEX`.
+CLIP_LORA_REGEX = r"(.*\.)?(text|text_model)\..*\.(q_proj|v_proj)"
+#: Both encoders: the image tower's query and value maps (Swin's ``query``/``value`` in
+#: ``tiny-clip``, ``vision_model.….q_proj``/``v_proj`` in a Hub ``CLIPModel``) and the text
+#: transformer's ``q_proj``/``v_proj``.
+CLIP_BOTH_LORA_REGEX = (r"(.*\.)?(vision|vision_model|text|text_model)\."
+                        r".*\.(query|value|q_proj|v_proj)")
 
-#: The CLIP-kind models (classification protocols); ranks order them among themselves.
+# CLIP-LoRA's setting (Zanella & Ben Ayed, "Low-Rank Few-Shot Adaptation of Vision-Language
+# Models", 2024; github MaxZanella/CLIP-LoRA): rank 2, alpha 1, dropout 0.25, the update scaled
+# by alpha / sqrt(r). peft scales by alpha / r, so alpha = sqrt(2) gives the paper's scale
+# 1 / sqrt(2) at r = 2. pFedMMA uses bottleneck adapters, not LoRA, and gives no LoRA numbers.
+# CLIP-LoRA adapts q, k and v of both encoders; the default here is the text tower's q and v
+# (:data:`CLIP_LORA_REGEX`, see above).
+_CLIP_LORA = MappingProxyType({"r": 2, "alpha": math.sqrt(2), "dropout": 0.25,
+                               "target_regex": CLIP_LORA_REGEX})
+
+#: The CLIP-kind models (classification protocols); ranks order them among themselves by
+#: parameter count (ViT-B/32's larger patch embedding outweighs ViT-B/16's longer position table).
 CLIP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
     "tiny-clip": ModelInfo("tiny-clip", None, "clip", 0, True, MappingProxyType(
         {"r": 8, "alpha": 16, "dropout": 0.0, "target_regex": CLIP_LORA_REGEX}), "1.5M",
         kind="clip"),
+    "clip-vit-b16": ModelInfo("clip-vit-b16", "openai/clip-vit-base-patch16", "clip", 1, False,
+                              _CLIP_LORA, "150M", kind="clip"),
+    "clip-vit-b32": ModelInfo("clip-vit-b32", "openai/clip-vit-base-patch32", "clip", 2, False,
+                              _CLIP_LORA, "151M", kind="clip"),
 })
 
 #: The default model of each protocol's benchmarks when a benchmark declares no model mix.
@@ -124,7 +147,7 @@ DEFAULT_MODEL = MappingProxyType({"classification": "tiny-clip", "base_novel": "
                                   "self_others": "tiny-llava-llama"})
 
 _BY_HF_ID: Mapping[str, ModelInfo] = MappingProxyType(
-    {e.hf_id.lower(): e for e in _ENTRIES if e.hf_id is not None}
+    {e.hf_id.lower(): e for e in (*_ENTRIES, *CLIP_ZOO.values()) if e.hf_id is not None}
 )
 
 
@@ -152,7 +175,7 @@ def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
         return ModelInfo(name, name, family, len(_ENTRIES), False, _REAL_LORA, "?")
     raise UnknownNameError(
         f"unknown model {name!r}; `drake models list` shows the known ones: "
-        f"{', '.join(ZOO)} (or their Hugging Face ids)"
+        f"{', '.join((*ZOO, *CLIP_ZOO))} (or their Hugging Face ids)"
     )
 
 

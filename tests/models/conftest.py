@@ -1,8 +1,10 @@
-"""Fixtures of the model-zoo tests: a small hand-made vocabulary, samples and tiny bundles."""
+"""Fixtures of the model-zoo tests: a small hand-made vocabulary, samples, tiny bundles and an
+offline Hugging Face Hub cache."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +17,39 @@ VOCAB = [
     "Image", "A", "B", "Choice", "list", "True", "False", "Your", "answer", "Which", "one",
     "has", "more", "shapes", ".", ",", ":", "[", "]",
 ]
+
+
+#: the commit every snapshot of the test Hub caches claims to be
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hub_snapshot_folder(hub: Path, repo_id: str) -> Path:
+    """The snapshot folder of ``repo_id`` in the Hub cache ``hub``, laid out as huggingface_hub
+    does (``models--owner--name/snapshots/<commit>``, ``refs/main`` naming the commit), for the
+    caller to fill with a checkpoint."""
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / HUB_COMMIT
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(HUB_COMMIT)
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def hub_snapshot():
+    """``hub_snapshot(hub, repo_id)``: an empty snapshot folder of ``repo_id`` in Hub cache
+    ``hub`` (:func:`hub_snapshot_folder`)."""
+    return hub_snapshot_folder
+
+
+@pytest.fixture()
+def offline_hub(tmp_path, monkeypatch):
+    """An empty Hub cache under ``tmp_path`` with ``HF_HUB_OFFLINE=1``."""
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return hub
 
 
 @pytest.fixture(autouse=True)

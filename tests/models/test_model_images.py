@@ -50,3 +50,23 @@ def test_clip_transform_resizes_bicubic_channels_first(make_image):
                                                                                    np.float32)
     np.testing.assert_allclose(out[0].numpy(), expected.transpose(2, 0, 1), rtol=1e-5, atol=1e-5)
     assert clip_pixels([], 32).shape == (0, 3, 32, 32)
+
+
+@pytest.mark.parametrize("width, height", [(40, 25), (25, 40), (33, 47), (20, 20)])
+def test_center_crop_matches_clips_own_processor(width, height):
+    """With ``center_crop``, the transform is OpenAI CLIP's: shorter side to the size, central
+    square, CLIP normalisation (compared with transformers' PIL CLIP processor)."""
+    processors = pytest.importorskip("transformers")
+    processor_class = getattr(processors, "CLIPImageProcessorPil", None)
+    if processor_class is None:
+        pytest.skip("this transformers has no PIL CLIP image processor")
+    rng = np.random.default_rng(width * height)
+    image = Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+    reference = processor_class(size={"shortest_edge": 16},
+                                crop_size={"height": 16, "width": 16})
+    expected = reference(images=[image], return_tensors="pt")["pixel_values"]
+    got = clip_pixels([image], 16, center_crop=True)
+    assert got.shape == expected.shape == (1, 3, 16, 16)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-5)
+    if width != height:  # the squashing transform of the tiny models differs
+        assert not np.allclose(clip_pixels([image], 16).numpy(), expected.numpy(), atol=1e-3)

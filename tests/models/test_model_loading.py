@@ -20,8 +20,6 @@ from drake.models import ModelNotPretrained, build_tokenizer, load_model
 from drake.models.loading import _chat_format
 from drake.models.tiny import tiny_config
 
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
 
 def _clip_llava(family: str, tokenizer, seed: int) -> LlavaForConditionalGeneration:
     """A tiny LLaVA shaped like the real checkpoints: a CLIP ViT tower (48 px, 8 px patches,
@@ -36,8 +34,8 @@ def _clip_llava(family: str, tokenizer, seed: int) -> LlavaForConditionalGenerat
     return LlavaForConditionalGeneration(config)
 
 
-def _hub_snapshot(root: Path, repo_id: str, vocab: list[str], family: str) -> Path:
-    """Write a tiny LLaVA checkpoint into a Hub cache laid out as huggingface_hub does."""
+def _hub_snapshot(snapshot: Path, vocab: list[str], family: str) -> Path:
+    """Write a tiny LLaVA checkpoint into a Hub cache's snapshot folder."""
     tokenizer = build_tokenizer(vocab)
     model = _clip_llava(family, tokenizer, seed=3)
     processor = LlavaProcessor(
@@ -46,26 +44,15 @@ def _hub_snapshot(root: Path, repo_id: str, vocab: list[str], family: str) -> Pa
         tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default",
         image_token="<image>", num_additional_image_tokens=1,
     )
-    repo = root / ("models--" + repo_id.replace("/", "--"))
-    snapshot = repo / "snapshots" / COMMIT
     model.save_pretrained(snapshot)
     processor.save_pretrained(snapshot)
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(COMMIT)
     return snapshot
 
 
-@pytest.fixture()
-def offline_hub(tmp_path, monkeypatch):
-    hub = tmp_path / "hub"
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return hub
-
-
-def test_real_backbone_loads_by_repo_id_from_the_hub_cache(offline_hub, vocab, samples):
-    snapshot = _hub_snapshot(offline_hub, "thkim0305/qwen2.5_0.5B_vl", vocab, "tiny-llava-qwen")
+def test_real_backbone_loads_by_repo_id_from_the_hub_cache(offline_hub, hub_snapshot, vocab,
+                                                           samples):
+    snapshot = _hub_snapshot(hub_snapshot(offline_hub, "thkim0305/qwen2.5_0.5B_vl"), vocab,
+                             "tiny-llava-qwen")
     for name in ("thkim0305/qwen2.5_0.5B_vl", "qwen2.5-0.5b-vl"):
         bundle = load_model(name)
         assert bundle.name == "qwen2.5-0.5b-vl" and bundle.info.hf_id == "thkim0305/qwen2.5_0.5B_vl"

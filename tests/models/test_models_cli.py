@@ -24,6 +24,11 @@ def test_models_list_prints_the_zoo(capsys, tmp_path):
     for text in ("tiny-llava-llama", "tiny-llava-qwen", "thkim0305/llama3.2_1B_vl",
                  "llava-hf/llava-1.5-7b-hf", "128/256", "drake models pretrain"):
         assert text in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if "│" in line}
+    for name, hf_id in (("clip-vit-b16", "openai/clip-vit-base-patch16"),
+                        ("clip-vit-b32", "openai/clip-vit-base-patch32")):
+        assert hf_id in rows[name] and "2/1.41" in rows[name] and "no (Hub)" in rows[name]
+    assert "image tower shipped" in rows["tiny-clip"] and "8/16" in rows["tiny-clip"]
 
 
 def test_models_pretrain_writes_the_cache(capsys, tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 from drake.errors import UnknownNameError
 from drake.models import LLM_LINEAR_REGEX, TINY_MODELS, ZOO, cache_dir, get_info
+from drake.models.zoo import CLIP_LORA_REGEX, CLIP_ZOO
 
 EXPECTED_IDS = {
     "llama3.2-1b-vl": "thkim0305/llama3.2_1B_vl",
@@ -58,6 +59,21 @@ def test_lora_defaults_follow_fedmosaic():
         assert lora["target_regex"] == LLM_LINEAR_REGEX
     for name in TINY_MODELS:
         assert (ZOO[name].lora_defaults["r"], ZOO[name].lora_defaults["alpha"]) == (8, 16)
+
+
+def test_clip_models_by_name_and_hub_id():
+    assert list(CLIP_ZOO) == ["tiny-clip", "clip-vit-b16", "clip-vit-b32"]
+    for name, hf_id in (("clip-vit-b16", "openai/clip-vit-base-patch16"),
+                        ("clip-vit-b32", "openai/clip-vit-base-patch32")):
+        info = CLIP_ZOO[name]
+        assert (info.kind, info.hf_id, info.offline) == ("clip", hf_id, False)
+        assert get_info(name) is get_info(hf_id) is get_info(hf_id.upper()) is info
+        assert get_info(hf_id, any_hub_id=True) is info  # not an ad-hoc LLaVA entry
+        assert info.size_rank > CLIP_ZOO["tiny-clip"].size_rank
+        lora = info.lora_defaults  # CLIP-LoRA: r 2, alpha/sqrt(r) = alpha'/r, dropout 0.25
+        assert (lora["r"], lora["dropout"], lora["target_regex"]) == (2, 0.25, CLIP_LORA_REGEX)
+        assert lora["alpha"] / lora["r"] == pytest.approx(1 / 2 ** 0.5)
+    assert len({i.size_rank for i in CLIP_ZOO.values()}) == len(CLIP_ZOO)
 
 
 def test_unknown_name_names_the_fix():
