@@ -222,6 +222,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     eval_every=args.eval_every, eval_per_task=args.eval_per_task,
                     frac=args.frac, first_round_all=args.first_round_all,
                     mc_scoring=args.mc_scoring, model_mix=args.model_mix,
+                    model=args.model,
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
                     eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
@@ -428,6 +429,9 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    help="every client trains in round 0, then --frac (pFedMMA's sampling)")
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")
     p.add_argument("--model-mix", default=None, help="a model mix of the benchmark")
+    p.add_argument("--model", default=None, metavar="NAME",
+                   help="one model for every client instead of a mix: a zoo name or Hugging "
+                   "Face id (`drake models list`), e.g. clip-vit-b16 on a CLIP benchmark")
     p.add_argument("--model-cache", default=None,
                    help="model cache of the tiny models' pretrained weights, as `drake models "
                    "pretrain --cache-dir DIR` or `drake quickstart --pretrain` (OUT/models) "

@@ -28,6 +28,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -80,6 +81,9 @@ class RunConfig:
     #: protocol (captions)
     max_new_tokens: int | None = None
     model_mix: str | None = None
+    #: one model for every client (a zoo name or Hub id) instead of a model mix: a real CLIP or
+    #: LLaVA backbone on a benchmark whose default is a tiny model
+    model: str | None = None
     lora_r: int | None = None
     lora_alpha: int | None = None
     pretrained: bool = True
@@ -115,6 +119,9 @@ class RunConfig:
                                  f"{value}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.model and self.model_mix:
+            raise ValueError(f"give a model mix ({self.model_mix!r}) or one model "
+                             f"({self.model!r}), not both")
 
     def sha256(self) -> str:
         keep = {k: v for k, v in asdict(self).items() if k not in ("out", "data", "model_cache")}
@@ -283,6 +290,12 @@ class LocalRuntime:
         if not mixes:  # one architecture for every client: the protocol's default model
             mixes = {"default": (DEFAULT_MODEL[self.protocol],)}
         mix = config.model_mix or spec.get("default_mix") or "default"
+        if config.model:  # one model for every client, named as a mix of its own
+            from drake.models.zoo import get_info
+
+            info = get_info(config.model, any_hub_id=True)
+            mix = "homo-" + re.sub(r"[^a-z0-9]", "", info.name.lower())
+            mixes[mix] = (info.name,)
         if mix not in mixes:
             raise DrakeError(f"benchmark {spec['name']} has no model mix {mix!r}; known: "
                              f"{sorted(mixes)}")
@@ -322,7 +335,7 @@ class LocalRuntime:
             if kind not in self.method.kinds:
                 raise DrakeError(f"method {self.method.name} runs on {', '.join(self.method.kinds)}"
                                  f" models, and {arch} is a {kind} model; choose another method "
-                                 f"or --model-mix")
+                                 f"or --model / --model-mix")
             torch.manual_seed(self.cfg.seed)
             bundle = load_model(arch, cache_dir=cache, pretrained=self.cfg.pretrained,
                                 seed=self.cfg.seed)
@@ -332,7 +345,7 @@ class LocalRuntime:
                 if not hasattr(self.plan, "train_classes"):
                     raise DrakeError(f"{arch} is a CLIP model: it classifies, and the "
                                      f"{self.protocol} protocol needs a LLaVA model; pick "
-                                     f"another --model-mix")
+                                     f"another --model or --model-mix")
                 bundle.classes = list(self.plan.train_classes)
             self.bundles[arch] = bundle
         self.proxy = None

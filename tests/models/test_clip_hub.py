@@ -198,3 +198,29 @@ def test_uncached_clip_fails_fast_offline_naming_tiny_clip(offline_hub):
     assert "openai/clip-vit-base-patch32" in message and "HF_HUB_OFFLINE" in message
     assert "tiny-clip" in message and "tiny-llava" not in message
     assert time.perf_counter() - start < 30  # generous: it makes no request at all
+
+
+def test_drake_eval_runs_a_hub_clip_on_base_to_novel(cached_clip, tmp_path, capsys):
+    """`drake eval --model clip-vit-b16`: every client on the Hub CLIP (here the tiny stand-in
+    in the offline cache), scored under base/novel, and the leaderboard accepts the results."""
+    from drake.build import build
+    from drake.cli import main
+    from drake.registry import get_benchmark
+
+    data = tmp_path / "data"
+    build(get_benchmark("synth-cls", size="tiny"), data, seed=0)
+    out = tmp_path / "run"
+    argv = ["eval", "--method", "fedavg", "--model", "clip-vit-b16", "--data", str(data),
+            "--benchmark", "synth-cls", "--scenario", "base2novel", "--rounds", "1",
+            "--local-steps", "1", "--eval-per-task", "2", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["models_per_client"]) == {"clip-vit-b16"}
+    assert results["protocol"] == "base_novel" and set(results["metrics"]) == {
+        "local", "base", "novel", "hm"}
+    assert main(["leaderboard", "validate", str(out / "results.json"), "--data",
+                 str(data)]) == 0, capsys.readouterr().err
+    both = argv + ["--model-mix", "default"]
+    both[both.index(str(out))] = str(tmp_path / "other")
+    assert main(both) == 2
+    assert "not both" in capsys.readouterr().err
