@@ -42,8 +42,14 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         table.add_row(info.name, info.hf_id or "-", info.family, info.params,
                       str(info.size_rank), lora, offline)
     for info in CLIP_ZOO.values():  # the classification protocols' kind
-        offline = ("yes (image tower shipped; text tower random, not pretrained yet)"
-                   if info.offline else "no (Hub)")
+        if not info.offline:
+            offline = "no (Hub)"
+        elif (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file():
+            offline = "yes (text side pretrained in the cache)"
+        elif shipped_folder(info.name) is not None and not args.cache_dir:
+            offline = "yes (pretrained, shipped)"
+        else:
+            offline = "yes (run `drake models pretrain --model tiny-clip`)"
         table.add_row(info.name, info.hf_id or "-", "clip (classifier)", info.params,
                       str(info.size_rank), _lora_column(info), offline)
     console = Console()
@@ -64,17 +70,23 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from drake.errors import UnknownNameError
+    from drake.models.clip_pretrain import CLIP_FOLDER
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
     from drake.models.shipped import SHIPPED_SHA256
 
-    names = list(TINY_MODELS) if args.model == "all" else [args.model]
+    names = [*TINY_MODELS, CLIP_FOLDER] if args.model == "all" else [args.model]
     for name in names:
-        if name not in TINY_MODELS:
+        if name not in (*TINY_MODELS, CLIP_FOLDER):
             raise UnknownNameError(
                 f"--model {name!r} is not a tiny model; choose one of "
-                f"{', '.join(TINY_MODELS)} or all (real backbones come pretrained)"
+                f"{', '.join(TINY_MODELS)}, {CLIP_FOLDER} or all (real backbones come "
+                f"pretrained)"
             )
     root = Path(args.cache_dir) if args.cache_dir else None
+    clip = CLIP_FOLDER in names
+    names = [n for n in names if n != CLIP_FOLDER]
+    if not names:  # tiny-clip alone: its text side on the shipped image tower
+        return _pretrain_clip(args, root)
     totals = {name: args.steps for name in names}
     if not args.reuse_vision:
         totals = {VISION_FOLDER: args.vision_steps, **totals}
@@ -116,6 +128,38 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                          "; differs from the shipped weights (other arguments, seed or "
                          "library versions)")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
+    return _pretrain_clip(args, root) if clip else 0
+
+
+def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
+    """tiny-clip's text side (:mod:`drake.models.clip_pretrain`), with its report line."""
+    from tqdm.auto import tqdm
+
+    from drake.models.clip_pretrain import CLIP_FOLDER, pretrain_clip
+    from drake.models.pretrain import REPORT_FILE
+    from drake.models.shipped import SHIPPED_SHA256
+
+    bar = tqdm(total=args.clip_steps, desc=f"pretraining {CLIP_FOLDER}", unit="step",
+               file=sys.stderr, disable=None)
+
+    def update(step: int, total: int, loss: float) -> None:
+        bar.update(step - bar.n)
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+
+    try:
+        folder = pretrain_clip(out_dir=root, seed=args.seed, steps=args.clip_steps,
+                               pictures=args.clip_pictures, progress=update)
+    finally:
+        bar.close()
+    report = json.loads((folder / REPORT_FILE).read_text())
+    same = report["weights_sha256"] == SHIPPED_SHA256[CLIP_FOLDER]
+    sys.stdout.write(
+        f"{CLIP_FOLDER}: {report['steps']} steps in {report['wall_seconds']:.0f}s, final loss "
+        f"{report['final_loss']:.3f}; held-out zero-shot accuracy over {report['classes']} "
+        f"classes {report['held_out_accuracy_before']:.2f} -> "
+        f"{report['held_out_accuracy']:.2f}; "
+        + ("identical to the shipped weights" if same else "differs from the shipped weights "
+           "(other arguments, seed or library versions)") + f"\n  saved to {folder}\n")
     return 0
 
 
@@ -124,6 +168,7 @@ def add_cli(subparsers: Any) -> None:
 
     Handlers are stored as ``func`` (``args.func(args) -> int``).
     """
+    from drake.models.clip_pretrain import DEFAULT_CLIP_PICTURES, DEFAULT_CLIP_STEPS
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_EVAL_SIZE,
@@ -144,10 +189,15 @@ def add_cli(subparsers: Any) -> None:
     p.set_defaults(func=cmd_models_list)
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
-                       "and cache them (offline; about two hours on two CPU cores; the suite "
-                       "ships their result)")
+                       "and tiny-clip's text side on synth-cls-style pictures, and cache them "
+                       "(offline; about two hours on two CPU cores, tiny-clip alone about two "
+                       "minutes; the suite ships their result)")
     p.add_argument("--model", default="all",
-                   help=f"{' or '.join(TINY_MODELS)}, or all (default)")
+                   help=f"{', '.join(TINY_MODELS)} or tiny-clip, or all (default)")
+    p.add_argument("--clip-steps", type=int, default=DEFAULT_CLIP_STEPS,
+                   help=f"tiny-clip text-side steps (default {DEFAULT_CLIP_STEPS})")
+    p.add_argument("--clip-pictures", type=int, default=DEFAULT_CLIP_PICTURES,
+                   help=f"tiny-clip training pictures (default {DEFAULT_CLIP_PICTURES})")
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS,
                    help=f"language-stage steps per model (default {DEFAULT_STEPS})")
     p.add_argument("--vision-steps", type=int, default=DEFAULT_VISION_STEPS,

@@ -163,7 +163,7 @@ def load_model(
     """
     info = get_info(name, any_hub_id=True)
     if info.kind == "clip" and info.offline:
-        bundle = _load_tiny_clip(info, pretrained, seed, vocab)
+        bundle = _load_tiny_clip(info, cache_dir, pretrained, seed, vocab)
     elif info.kind == "clip":
         bundle = _load_hub_clip(info, device, dtype)
     elif info.offline:
@@ -235,11 +235,15 @@ def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
     return _tiny_bundle(info, model, tokenizer)
 
 
-def _load_tiny_clip(info: ModelInfo, pretrained: bool, seed: int,
-                    vocab: Sequence[str] | None):
-    """``tiny-clip``: with ``pretrained``, its image tower carries the shipped tiny LLaVA tower's
-    pretrained weights and its tokenizer is theirs; the text tower and the projections are
-    seeded random weights (no text pretraining for it exists yet)."""
+def _load_tiny_clip(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
+                    vocab: Sequence[str] | None, *, text: bool = True):
+    """``tiny-clip``. With ``pretrained``: its image tower carries the shipped tiny LLaVA tower
+    and its tokenizer is theirs; its text side (text tower, projections, logit scale) is what
+    ``drake models pretrain --model tiny-clip`` wrote to the model cache ``root``, else (with no
+    ``root`` given) the shipped, sha256-pinned file. ``text=False`` keeps the text side at its
+    seeded random initialisation (what pretraining starts from)."""
+    from safetensors.torch import load_file
+
     from drake.models.clip import ClipBundle, build_tiny_clip
 
     vision = None
@@ -261,6 +265,24 @@ def _load_tiny_clip(info: ModelInfo, pretrained: bool, seed: int,
     else:
         tokenizer = build_tokenizer(synth_vocabulary() if vocab is None else vocab)
     model = build_tiny_clip(tokenizer, seed, vision_state=vision)
+    if pretrained and text:
+        path = tiny_folder(info.name, root) / WEIGHTS_FILE
+        if not path.is_file() and root is None and shipped_folder(info.name) is not None:
+            verify_shipped(info.name, shipped_folder(info.name))
+            path = shipped_folder(info.name) / WEIGHTS_FILE
+        if not path.is_file():
+            raise ModelNotPretrained(
+                f"{info.name} has no pretrained text side in {path.parent}; run `drake models "
+                f"pretrain --model {info.name}`" + (f" --cache-dir {Path(root)}" if root else "")
+                + (", or load it with cache_dir=None for the weights shipped with drake"
+                   if root is not None else "") + ", or pass --untrained")
+        state = load_file(str(path))
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        stray = [k for k in missing if not k.startswith("vision.")]
+        if stray or unexpected:
+            raise ModelLoadError(f"{path} does not fit this version's {info.name} (missing "
+                                 f"{stray[:3]}, unexpected {list(unexpected)[:3]}); re-run "
+                                 f"`drake models pretrain --model {info.name}`")
     return ClipBundle(info.name, info, model, tokenizer,
                       pixel_fn=lambda images: clip_pixels(images, TINY_IMAGE_SIZE))
 

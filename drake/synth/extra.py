@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+import numpy as np
+
 from drake.synth.common import Ctx, Draft, random_objects, relation_holds
 from drake.synth.relation import REL_TEXT
 from drake.synth.scene import COLOURS, DOMAINS, FILLS, POSITIONS, SHAPES, SIZES, Obj, Scene, arrange
@@ -61,11 +63,9 @@ _T = MappingProxyType(
 # synth-cls
 
 
-def cls(ctx: Ctx) -> Draft:
-    """synth-cls: one large shape of class ``index % 192`` on domain ``(index // 192) % 6``."""
-    rng = ctx.rng
-    label = ctx.index % len(CLS_CLASSES)
-    domain = DOMAINS[(ctx.index // len(CLS_CLASSES)) % len(DOMAINS)]
+def cls_scene(rng: np.random.Generator, label: int, domain: str) -> Scene:
+    """The picture of synth-cls class ``label``: one large shape near the centre on ``domain``
+    (also drawn, from other random streams, to pretrain ``tiny-clip``)."""
     colour, fill, shape = CLS_TRIPLES[label]
     obj = Obj(
         shape,
@@ -76,8 +76,16 @@ def cls(ctx: Ctx) -> Draft:
         y=0.5 + float(rng.uniform(-0.12, 0.12)),
         r=float(rng.uniform(0.18, 0.3)),
     )
+    return Scene((obj,), domain)
+
+
+def cls(ctx: Ctx) -> Draft:
+    """synth-cls: one large shape of class ``index % 192`` on domain ``(index // 192) % 6``."""
+    label = ctx.index % len(CLS_CLASSES)
+    domain = DOMAINS[(ctx.index // len(CLS_CLASSES)) % len(DOMAINS)]
     prompt = _T["cls"].format(image=IMAGE)
-    return Draft([Scene((obj,), domain)], prompt, CLS_CLASSES[label], (), label=label)
+    return Draft([cls_scene(ctx.rng, label, domain)], prompt, CLS_CLASSES[label], (),
+                 label=label)
 
 
 # ---------------------------------------------------------------------------------------------
