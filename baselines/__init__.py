@@ -1,6 +1,14 @@
 """The baseline zoo: one module per federated method, all on the Method API (baselines.base)."""
 
-from baselines import ditto, fedavg, feddpa, fedsim, perfedavg, sft  # noqa: F401  (registration)
+from baselines import (  # noqa: F401  (registration)
+    ditto,
+    fedavg,
+    feddpa,
+    fedsim,
+    hetrank,
+    perfedavg,
+    sft,
+)
 from baselines.base import (
     AdapterConfig,
     ClientInfo,

@@ -141,9 +141,11 @@ def make_method(name: str, lr: float, hparams: Mapping[str, Any]) -> Method:
     """The method ``name`` with its hyper-parameters; a key the method does not declare is an
     error that lists the ones it does (a typo never silently runs the default)."""
     cls = get_method(name)
-    known = sorted(p.name for p in inspect.signature(cls.__init__).parameters.values()
-                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                   and p.name not in ("self", "lr"))
+    # every class's own keywords: a subclass passes **hp on to the ones it extends
+    known = sorted({p.name for klass in cls.__mro__ if "__init__" in vars(klass)
+                    for p in inspect.signature(klass.__init__).parameters.values()
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    and p.name not in ("self", "lr")})
     unknown = sorted(set(hparams) - set(known))
     if unknown:
         raise DrakeError(f"method {name} has no hyper-parameter {', '.join(map(repr, unknown))};"

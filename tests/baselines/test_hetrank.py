@@ -1,0 +1,173 @@
+"""FediLoRA, HetLoRA and FlexLoRA (baselines.hetrank): their rules against hand-computed cases,
+and runs on synth-caption with a rank per client."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from baselines.base import ClientInfo, Payload
+from baselines.hetrank import (
+    FlexLoRA,
+    dimension_wise,
+    edit_least_similar,
+    norm_weighted,
+    pad,
+    svd_redistribute,
+    truncate,
+)
+
+M = "layers.0.q_proj"
+
+
+def lora(a: torch.Tensor, b: torch.Tensor, prefix: str = M) -> dict[str, torch.Tensor]:
+    return {f"{prefix}.lora_A.weight": a, f"{prefix}.lora_B.weight": b}
+
+
+def test_dimension_wise_weights_for_ranks_4_2_1_by_hand():
+    """Eq. 3-5 with p = (1, 2, 3)/6: rank dimension 0 is held by all three clients (weights
+    1/6, 2/6, 3/6), dimension 1 by the rank-4 and rank-2 clients (1/3, 2/3), dimensions 2-3 by
+    the rank-4 client alone (1). Client k's A rows and B columns are filled with k+1 (rank-4
+    client: 1, rank-2: 2, rank-1: 3), so row d of A_g is the weighted mean of those values."""
+    states = [lora(torch.full((r, 3), float(k + 1)), torch.full((2, r), float(10 * (k + 1))))
+              for k, r in enumerate((4, 2, 1))]
+    glob = dimension_wise(states, [1.0, 2.0, 3.0])
+    a, b = glob[f"{M}.lora_A.weight"], glob[f"{M}.lora_B.weight"]
+    want = [1 / 6 * 1 + 2 / 6 * 2 + 3 / 6 * 3,  # 14/6
+            1 / 3 * 1 + 2 / 3 * 2,              # 5/3
+            1.0, 1.0]
+    assert a.shape == (4, 3) and b.shape == (2, 4)
+    assert torch.allclose(a[:, 0], torch.tensor(want))
+    assert torch.allclose(b[0], 10 * torch.tensor(want))
+    # HetLoRA's plain zero-padded FedAvg would give dimension 3 the value 1/6: diluted
+    padded = sum(w * pad(s, 4)[f"{M}.lora_A.weight"] for w, s in zip((1 / 6, 2 / 6, 3 / 6),
+                                                                      states))
+    assert padded[3, 0].item() == pytest.approx(1 / 6)
+
+
+def test_hetlora_weights_are_the_norms_of_each_clients_product():
+    """Client 0: B A = 2 * (3 x 3 ones... ) etc.; weights ‖B_k A_k‖_F / Σ_j ‖B_j A_j‖_F."""
+    s0 = lora(torch.ones(2, 2), torch.ones(2, 2))          # B A = 2·ones(2,2): ‖·‖ = 4
+    s1 = lora(torch.ones(1, 2), 3 * torch.ones(2, 1))      # B A = 3·ones(2,2): ‖·‖ = 6
+    glob = norm_weighted([s0, s1])
+    w0, w1 = 4 / 10, 6 / 10
+    a = glob[f"{M}.lora_A.weight"]
+    assert torch.allclose(a[0], torch.full((2,), w0 * 1 + w1 * 1))
+    assert torch.allclose(a[1], torch.full((2,), w0 * 1))  # client 1 padded with zeros
+    assert torch.allclose(glob[f"{M}.lora_B.weight"][:, 0], torch.full((2,), w0 + w1 * 3))
+
+
+def test_flexlora_truncation_is_the_best_rank_r_approximation():
+    """Eckart-Young: ‖ΔW − B A‖_F equals the root of the discarded squared singular values,
+    and no other rank-r factorisation (random ones tried) does better."""
+    torch.manual_seed(0)
+    delta = torch.randn(6, 5, dtype=torch.float64)
+    s = torch.linalg.svdvals(delta)
+    for r in (1, 2, 4):
+        b, a = svd_redistribute(delta, r)
+        assert b.shape == (6, r) and a.shape == (r, 5)
+        err = torch.linalg.matrix_norm(delta - b @ a)
+        assert err.item() == pytest.approx(math.sqrt(float((s[r:] ** 2).sum())), rel=1e-9)
+        for _ in range(20):
+            other = torch.randn(6, r, dtype=torch.float64) @ torch.randn(r, 5,
+                                                                          dtype=torch.float64)
+            assert torch.linalg.matrix_norm(delta - other) >= err
+
+
+def test_flexlora_messages_give_each_client_the_mean_update_at_its_rank():
+    """(alpha / r_k) B_k A_k of each client's message is the best rank-r_k approximation of
+    Σ p_k (alpha / r_k) B_k A_k, and the global model (scale alpha / r_g) is the rank-r_g one."""
+    torch.manual_seed(1)
+    method = FlexLoRA(ranks=[4, 2], alpha=8)
+    ups = {c: lora(torch.randn(r, 5), torch.randn(6, r)) for c, r in ((0, 4), (1, 2))}
+    infos = {0: ClientInfo(0, "m", 1), 1: ClientInfo(1, "m", 3)}
+    msgs = method.aggregate({c: Payload({"local": s}) for c, s in ups.items()}, infos, 0)
+    mean = sum(w * (8 / r) * ups[c][f"{M}.lora_B.weight"].double()
+               @ ups[c][f"{M}.lora_A.weight"].double()
+               for c, r, w in ((0, 4, 0.25), (1, 2, 0.75)))
+    sv = torch.linalg.svdvals(mean)
+    for c, r in ((0, 4), (1, 2)):
+        got = msgs[c].tensors["local"]
+        prod = (8 / r) * got[f"{M}.lora_B.weight"].double() @ got[f"{M}.lora_A.weight"].double()
+        err = torch.linalg.matrix_norm(mean - prod).item()
+        assert err == pytest.approx(math.sqrt(float((sv[r:] ** 2).sum())), abs=1e-5)
+    (state, weight), = method.global_model("m").values()
+    prod = (8 / 4) * weight * state[f"{M}.lora_B.weight"].double() @ state[
+        f"{M}.lora_A.weight"].double()
+    err = torch.linalg.matrix_norm(mean - prod).item()  # the mean has rank 5 > r_g = 4
+    assert err == pytest.approx(math.sqrt(float((sv[4:] ** 2).sum())), abs=1e-5)
+
+
+def test_editing_picks_the_least_similar_layer_and_interpolates_as_eq_8():
+    g = {**lora(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0]]), "l0"),
+         **lora(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0]]), "l1")}
+    local = {**lora(torch.tensor([[1.0, 0.1]]), torch.tensor([[2.0]]), "l0"),   # γ ≈ 0.995
+             **lora(torch.tensor([[1.0, 1.0]]), torch.tensor([[3.0]]), "l1")}   # γ = 1/√2
+    edited, layer, gamma = edit_least_similar(local, g)
+    assert layer == "l1" and gamma == pytest.approx(1 / math.sqrt(2))
+    want = gamma * torch.tensor([1.0, 1.0]) + (1 - gamma) * torch.tensor([1.0, 0.0])
+    assert torch.allclose(edited["l1.lora_A.weight"][0], want)
+    assert torch.equal(edited["l1.lora_B.weight"], local["l1.lora_B.weight"])  # A only
+    assert torch.equal(edited["l0.lora_A.weight"], local["l0.lora_A.weight"])  # one layer
+    both, _, _ = edit_least_similar(local, g, matrices="both", mode="full")
+    assert torch.equal(both["l1.lora_A.weight"], g["l1.lora_A.weight"])
+    assert torch.equal(both["l1.lora_B.weight"], g["l1.lora_B.weight"])
+    half, _, _ = edit_least_similar(local, g, mode="half")
+    assert torch.allclose(half["l1.lora_A.weight"][0], torch.tensor([1.0, 0.5]))
+    same, none, _ = edit_least_similar(g, g)  # every γ = 1 ≥ 0.95: nothing edited
+    assert none is None and all(torch.equal(same[k], g[k]) for k in g)
+
+
+def test_truncate_and_pad_round_trip():
+    s = lora(torch.arange(8.0).reshape(4, 2), torch.arange(12.0).reshape(3, 4))
+    t = truncate(s, 2)
+    assert t[f"{M}.lora_A.weight"].shape == (2, 2) and t[f"{M}.lora_B.weight"].shape == (3, 2)
+    back = pad(t, 4)
+    assert torch.equal(back[f"{M}.lora_A.weight"][:2], s[f"{M}.lora_A.weight"][:2])
+    assert back[f"{M}.lora_A.weight"][2:].abs().sum() == 0
+
+
+@pytest.fixture(scope="module")
+def caption(tmp_path_factory):
+    from drake.build import build
+    from drake.registry import get_benchmark
+
+    out = tmp_path_factory.mktemp("cap")
+    build(get_benchmark("synth-caption", size="tiny"), out, seed=0)
+    return out
+
+
+@pytest.mark.parametrize("method", ["fedilora", "hetlora", "flexlora"])
+def test_rank_per_client_runs_under_the_generation_protocol(caption, tmp_path, capsys, method):
+    """Two rounds on synth-caption with ranks 8, 4, 2 cycled over the clients: each client's
+    checkpointed adapter is zero beyond its rank, uploads are the client's own rank (the bytes
+    say so), and both the personalised and the global results validate."""
+    from safetensors.torch import load_file
+
+    from drake.cli import main
+
+    out = tmp_path / method
+    argv = ["eval", "--method", method, "--data", str(caption), "--benchmark", "synth-caption",
+            "--scenario", "quantity-skew-local", "--rounds", "2", "--local-steps", "1",
+            "--eval-per-task", "2", "--hp", "ranks=[8,4,2]", "--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    for name in ("results.json", "results-global.json"):
+        assert main(["leaderboard", "validate", str(out / name), "--data", str(caption)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["method"]["hyperparameters"]["ranks"] == [8, 4, 2]
+    flat = load_file(str(next((out / "checkpoint").rglob("*.safetensors"))))
+    for cid, rank in ((1, 4), (2, 2)):
+        a = [v for k, v in flat.items() if k.startswith(f"client/{cid}/adapter/local/")
+             and ".lora_A." in k]
+        assert a and all(t.shape[0] == 8 and t[rank:].abs().sum() == 0 for t in a)
+        assert any(t[:rank].abs().sum() > 0 for t in a)
+    # uploads carry each client's own rank: Σ_k r_k rank units of (in + out) float32 values
+    # per LoRA module, with ranks 8,4,2,8,4,2,8,4,2,8 over the 10 clients (Σ = 50, not 10 x 8)
+    unit = sum(4 * (v.shape[1] + flat[k.replace(".lora_A.", ".lora_B.")].shape[0])
+               for k, v in flat.items()
+               if k.startswith("client/0/adapter/local/") and ".lora_A." in k)
+    assert results["cost"]["comm_bytes_up_per_round"] == [50 * unit, 50 * unit]
