@@ -17,6 +17,11 @@ methods differ in the server's rule:
   average with weights proportional to the Frobenius norm of each client's ``B_k A_k``, module by
   module ("sparsity-weighted aggregation"). Its rank self-pruning is not implemented (the public
   FediLoRA code that runs it as a baseline has none either).
+* **FLoRA** (Wang et al. 2024), :func:`stack`: the server stacks the clients' LoRAs,
+  ``A = [p_1 A_1; …; p_K A_K]`` and ``B = [B_1 … B_K]``, so that ``B A = Σ_k p_k B_k A_k``
+  exactly, sends the stack, and every client merges ``s B A`` into its base weights (``s`` the
+  clients' common scale, ``alpha_k / r_k = 2`` as FLoRA sets ``alpha_k = 2 r_k``) and starts the
+  next round from a fresh LoRA. Its global model is the merged base.
 * **FlexLoRA** (Bai et al. 2024), :func:`svd_redistribute`: the server averages the full
   updates ``ΔW = Σ_k p_k ΔW_k`` and gives client ``k`` the best rank-``r_k`` approximation of it
   (truncated SVD, Eckart-Young), split into ``B = U_r √S_r`` and ``A = √S_r V_rᵀ`` and divided by
@@ -33,6 +38,7 @@ global LoRA.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -48,9 +54,9 @@ from baselines.base import (
     register,
 )
 
-__all__ = ["FEDILORA_RANKS", "FLORA_RANKS", "FediLoRA", "FlexLoRA", "HetLoRA", "dimension_wise",
-           "edit_least_similar", "modules", "norm_weighted", "pad", "svd_redistribute",
-           "truncate"]
+__all__ = ["FEDILORA_RANKS", "FLORA_RANKS", "FLoRA", "FediLoRA", "FlexLoRA", "HetLoRA",
+           "dimension_wise", "edit_least_similar", "modules", "norm_weighted", "pad", "stack",
+           "svd_redistribute", "truncate"]
 
 #: FediLoRA's client ranks (its code's default for 10 clients).
 FEDILORA_RANKS = (32, 32, 16, 16, 8, 8, 4, 4, 4, 4)
@@ -142,6 +148,22 @@ def norm_weighted(states: Sequence[Mapping[str, torch.Tensor]]) -> State:
             states[0][_a(m)].dtype)
         out[_b(m)] = sum(w[k] * padded[k][_b(m)].double() for k in range(len(states))).to(
             states[0][_b(m)].dtype)
+    return out
+
+
+def stack(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float]) -> State:
+    """FLoRA's stacking: per module ``A = [p_1 A_1; …; p_K A_K]`` (rows) and
+    ``B = [B_1 … B_K]`` (columns), ``p_k`` the weights normalised, so that
+    ``B A = Σ_k p_k B_k A_k`` with no aggregation noise; the rank is ``Σ_k r_k``."""
+    p = torch.tensor([float(w) for w in weights], dtype=torch.float64)
+    if len(p) != len(states) or not bool((p > 0).all()):
+        raise ValueError(f"need one positive weight per state, got {list(weights)}")
+    p = p / p.sum()
+    out: State = {}
+    for m in modules(states[0]):
+        out[_a(m)] = torch.cat([(w * s[_a(m)].double()).to(s[_a(m)].dtype)
+                                for w, s in zip(p, states)])
+        out[_b(m)] = torch.cat([s[_b(m)] for s in states], dim=1)
     return out
 
 
@@ -370,3 +392,95 @@ class FlexLoRA(_HetRank):
         state = self._global.get(arch)
         # the global update itself, at the scale its A was stored for (alpha / r_g)
         return None if state is None else {LOCAL: (state, 1.0)}
+
+
+@register
+class FLoRA(_HetRank):
+    """FLoRA: stacked aggregation, merged into every client's base each round, a fresh LoRA per
+    round (see the module docstring). ``scale`` is the clients' common LoRA scale (2)."""
+
+    name = "flora"
+
+    def __init__(self, lr: float = 1e-3, ranks="flora", scale: float = 2.0, **hp) -> None:
+        self.scale = float(scale)
+        super().__init__(lr=lr, ranks=ranks, scale=self.scale, **hp)
+        #: per architecture: the model whose base weights take the merges, the merged sum the
+        #: base should carry (server state) and what it carries now (this process)
+        self._models: dict[str, torch.nn.Module] = {}
+        self._target: dict[str, State] = {}
+        self._applied: dict[str, State] = {}
+
+    def adapters(self) -> dict[str, AdapterConfig]:
+        # alpha = scale * r_g: every client's scale alpha_k / r_k is `scale` at weight 1
+        return {LOCAL: AdapterConfig(r=self.top, alpha=int(round(self.scale * self.top)))}
+
+    def _weight(self, cid: int) -> float:
+        return 1.0
+
+    def install(self, model, *, arch, lora, seed, peers=None):
+        self._models[arch] = model  # peft injects the LoRA layers into this model in place
+        return None
+
+    def _sync(self, arch: str) -> None:
+        """Add to the base weights of ``arch`` what the merged sum has and they do not yet."""
+        model, target = self._models.get(arch), self._target.get(arch, {})
+        if model is None:
+            return
+        applied = self._applied.setdefault(arch, {})
+        with torch.no_grad():
+            for m, delta in target.items():
+                step = delta - applied.get(m, torch.zeros_like(delta))
+                if bool(step.any()):
+                    model.get_submodule(m).base_layer.weight += step.to(
+                        model.get_submodule(m).base_layer.weight.dtype)
+                    applied[m] = delta.clone()
+
+    def receive(self, client, message: Payload) -> None:
+        """The merge already happened at the server's side of this process (:meth:`aggregate`
+        syncs the shared base); the client starts from a fresh LoRA."""
+        self._sync(client.arch)
+        fresh = {}
+        for k, v in client.get(LOCAL).items():
+            if ".lora_A." in k:
+                fresh[k] = torch.nn.init.kaiming_uniform_(torch.empty_like(v), a=math.sqrt(5))
+            else:
+                fresh[k] = torch.zeros_like(v)
+        client.set(LOCAL, fresh)
+
+    def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
+        out = {}
+        for arch, ids in group_by_arch(clients[i] for i in uploads).items():
+            stacked = stack([uploads[i].tensors[LOCAL] for i in ids],
+                            [max(clients[i].num_samples, 1) for i in ids])
+            merged = self._target.setdefault(arch, {})
+            for m in modules(stacked):
+                delta = self.scale * stacked[_b(m)].double() @ stacked[_a(m)].double()
+                merged[m] = merged.get(m, torch.zeros_like(delta)) + delta
+            self._sync(arch)
+            # the global model is the merged base: a zero adapter on top
+            self._global[arch] = {k: torch.zeros_like(v) for k, v in
+                                  pad(uploads[ids[0]].tensors[LOCAL], self.top).items()}
+            out.update({cid: Payload({LOCAL: stacked}) for cid, info in clients.items()
+                        if info.arch == arch})
+        return out
+
+    def global_model(self, arch: str):
+        """The merged base with no LoRA on top (a zero adapter)."""
+        zero = self._global.get(arch)
+        return None if zero is None else {LOCAL: (zero, 1.0)}
+
+    def server_state(self) -> dict[str, torch.Tensor]:
+        state = Method.server_state(self)
+        for arch, merged in sorted(self._target.items()):
+            state.update({f"flora/{arch}/{m}": v for m, v in merged.items()})
+        return state
+
+    def load_server_state(self, state) -> None:
+        Method.load_server_state(self, state)
+        self._target = {}
+        for name, value in state.items():
+            if name.startswith("flora/"):
+                _, arch, m = name.split("/", 2)
+                self._target.setdefault(arch, {})[m] = value
+        for arch in self._target:
+            self._sync(arch)

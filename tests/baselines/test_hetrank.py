@@ -140,7 +140,7 @@ def caption(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("method", ["fedilora", "hetlora", "flexlora"])
+@pytest.mark.parametrize("method", ["fedilora", "hetlora", "flexlora", "flora"])
 def test_rank_per_client_runs_under_the_generation_protocol(caption, tmp_path, capsys, method):
     """Two rounds on synth-caption with ranks 8, 4, 2 cycled over the clients: each client's
     checkpointed adapter is zero beyond its rank, uploads are the client's own rank (the bytes
@@ -171,3 +171,56 @@ def test_rank_per_client_runs_under_the_generation_protocol(caption, tmp_path, c
                for k, v in flat.items()
                if k.startswith("client/0/adapter/local/") and ".lora_A." in k)
     assert results["cost"]["comm_bytes_up_per_round"] == [50 * unit, 50 * unit]
+
+
+def test_flora_stack_product_is_the_weighted_sum_exactly():
+    from baselines.hetrank import stack
+
+    torch.manual_seed(2)
+    states = [lora(torch.randn(r, 5, dtype=torch.float64), torch.randn(4, r,
+                                                                      dtype=torch.float64))
+              for r in (3, 2, 1)]
+    weights = [2.0, 1.0, 1.0]
+    s = stack(states, weights)
+    assert s[f"{M}.lora_A.weight"].shape == (6, 5) and s[f"{M}.lora_B.weight"].shape == (4, 6)
+    want = sum(w / 4 * st[f"{M}.lora_B.weight"] @ st[f"{M}.lora_A.weight"]
+               for w, st in zip(weights, states))
+    got = s[f"{M}.lora_B.weight"] @ s[f"{M}.lora_A.weight"]
+    assert torch.allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_flora_merges_each_round_into_the_base_once_and_again_after_a_resume():
+    """The merged sum s Σ p_k B_k A_k is added to the shared base weight once per round (not
+    once per client), kept as server state, and re-applied to a fresh base on resume."""
+    from baselines.hetrank import FLoRA
+    from drake.models import add_lora, load_model
+
+    def fresh():
+        method = FLoRA(ranks=[2, 1])
+        bundle = load_model("tiny-llava-llama", pretrained=False, seed=0)
+        method.install(bundle.model, arch="m", lora={}, seed=0)
+        model = add_lora(bundle.model, "local", r=2, alpha=4, seed=0,
+                         target_regex=r".*language_model.*\.q_proj")
+        return method, model
+
+    method, model = fresh()
+    name = "model.language_model.layers.0.self_attn.q_proj"
+    base = model.base_model.model.get_submodule(name).base_layer.weight
+    w0 = base.detach().clone()
+    torch.manual_seed(3)
+    ups = {c: {f"{name}.lora_A.weight": torch.randn(r, w0.shape[1]),
+               f"{name}.lora_B.weight": torch.randn(w0.shape[0], r)} for c, r in ((0, 2), (1, 1))}
+    infos = {0: ClientInfo(0, "m", 3), 1: ClientInfo(1, "m", 1)}
+    msgs = method.aggregate({c: Payload({"local": u}) for c, u in ups.items()}, infos, 0)
+    delta = 2.0 * sum(w * ups[c][f"{name}.lora_B.weight"].double()
+                      @ ups[c][f"{name}.lora_A.weight"].double()
+                      for c, w in ((0, 0.75), (1, 0.25)))
+    assert torch.allclose(base.double() - w0.double(), delta, atol=1e-5)
+    assert msgs[0].tensors["local"][f"{name}.lora_A.weight"].shape[0] == 3  # the stack: 2 + 1
+    saved = method.server_state()
+    method.aggregate({}, {}, 1)  # nothing uploaded: no second merge
+    assert torch.allclose(base.double() - w0.double(), delta, atol=1e-5)
+    again, model2 = fresh()
+    again.load_server_state(saved)
+    base2 = model2.base_model.model.get_submodule(name).base_layer.weight
+    assert torch.allclose(base2, base, atol=1e-6)
