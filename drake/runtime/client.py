@@ -139,7 +139,7 @@ class RuntimeClient:
             raise RuntimeError(f"client {self.id} has no training sample by round {self.round}")
         replace = len(self.memory) < k
         idx = self.rng.choice(len(self.memory), size=k, replace=replace)
-        return self.data.samples([self.memory[i] for i in idx])
+        return self.data.training_samples([self.memory[i] for i in idx])
 
     def next_batch(self) -> dict[str, torch.Tensor]:
         self.last_samples = self._draw(self.batch_size)

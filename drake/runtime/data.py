@@ -40,6 +40,19 @@ class ClientStream:
         return self.ids[: int(np.searchsorted(self.rounds, round_, side="right"))]
 
 
+#: FediLoRA's replacement of a missing text target
+MISSING_TEXT = "None None None"
+
+
+def _black(image: Any) -> Any:
+    """A black RGB picture of ``image``'s size (the zeroed image of a missing modality)."""
+    from PIL import Image
+
+    from drake.models.images import to_pil
+
+    return Image.new("RGB", to_pil(image).size)
+
+
 class FederatedData:
     """Samples, client streams and test sets of one scenario of a built benchmark.
 
@@ -157,6 +170,23 @@ class FederatedData:
 
     def samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
         return self.rows.get(ids)
+
+    def training_samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
+        """Training rows as a client sees them in a missing-modality scenario (the partition's
+        ``missing`` code per row; test rows are never masked): a missing image is replaced by a
+        black picture of the same size, a missing text by FediLoRA's target ``"None None
+        None"`` (:class:`partitioners.missing.MissingCode`)."""
+        from partitioners.missing import MissingCode
+
+        out = []
+        for sample in self.rows.get(ids):
+            code = self.missing.get(sample["id"], 0)
+            if code in (MissingCode.IMAGE_MISSING, MissingCode.BOTH_MISSING):
+                sample = {**sample, "images": [_black(image) for image in sample["images"]]}
+            if code in (MissingCode.TEXT_MISSING, MissingCode.BOTH_MISSING):
+                sample = {**sample, "answer": MISSING_TEXT}
+            out.append(sample)
+        return out
 
     def public_samples(self, limit: int | None = None) -> Sequence[Mapping[str, Any]]:
         """Training samples of the benchmark's public tasks (none for most real benchmarks),

@@ -251,3 +251,31 @@ def test_a_multi_task_run_has_one_view_per_task_with_that_task_metrics():
                                                        "results-personalized-fashion-mnist.json"]
     spec = get_benchmark("tap").to_dict()
     assert view_scenario(spec, "flava-30", {}, ["m"], views[1]) == "flava-fmnist"
+
+
+def test_missing_modality_rows_reach_training_masked_and_test_rows_intact(builds):
+    """synth-caption's missing0.6 (FediLoRA's per-sample rule): the partition marks 60% of
+    each client's training rows, each with a black image or the target "None None None"; a
+    client draws them so, and the rows scored at evaluation are untouched."""
+    import numpy as np
+
+    from drake.runtime.data import MISSING_TEXT, FederatedData
+
+    data = FederatedData(builds / "synth-caption", "missing0.6")
+    train = [sid for c in range(data.num_clients) for sid in data.streams[c].ids]
+    codes = [data.missing[sid] for sid in train]
+    assert sum(1 for c in codes if c) == sum(
+        int(0.6 * len(data.streams[c].ids)) for c in range(data.num_clients))
+    seen = {1: 0, 2: 0}
+    for sample, raw, code in zip(data.training_samples(train), data.samples(train), codes):
+        if code == 1:
+            assert not np.asarray(sample["images"][0]).any() and sample["answer"] == raw["answer"]
+            assert np.asarray(raw["images"][0]).any()
+        elif code == 2:
+            assert sample["answer"] == MISSING_TEXT and sample["images"] == raw["images"]
+        else:
+            assert sample == raw
+        seen[code] = seen.get(code, 0) + 1
+    assert seen[1] and seen[2]
+    test = data.unassigned_test or [i for ids in data.local_test.values() for i in ids]
+    assert all(s["answer"] != MISSING_TEXT for s in data.training_samples(test))
