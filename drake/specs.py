@@ -106,6 +106,11 @@ class TaskSpec:
         Of the source data.
     twin_of : str or None
         For drake-synth tasks, the real DRAKE task they mirror.
+    normalise : str
+        How generated text and references are normalised before the task's metrics:
+        ``""`` (as written) or ``"evalai"`` (VQA/EvalAI answer processing,
+        :func:`evaluators.text.normalise`: lowercase, no punctuation or articles, number words
+        as digits; FediLoRA scores Google-BLEU and ROUGE-Lsum so).
     """
 
     id: str
@@ -122,8 +127,12 @@ class TaskSpec:
     licence: str = "see source"
     citation: str = ""
     twin_of: str | None = None
+    normalise: str = ""
 
     def __post_init__(self) -> None:
+        if self.normalise not in ("", "evalai"):
+            raise SchemaError(f"task {self.id}: normalise {self.normalise!r} must be '' or "
+                              f"'evalai'")
         if not self.id or "/" in self.id or self.id.startswith("."):
             raise SchemaError(f"task id {self.id!r} must be non-empty, without '/' or a leading '.'")
         if self.answer_type not in ANSWER_TYPES:
@@ -138,7 +147,10 @@ class TaskSpec:
         object.__setattr__(self, "metrics", tuple(self.metrics))
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        out = _plain(self)
+        if not out["normalise"]:  # as written: left out, so existing fingerprints hold
+            del out["normalise"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -254,6 +254,7 @@ def fedilora_benchmark() -> BenchmarkSpec:
         TaskSpec(id=tid, source="hf-llava-conversations", source_args={"repo": hub, **args},
                  subgroup="captioning", answer_type="captioning",
                  metrics=("google_bleu", "rougeLsum"), description=f"{tid}: image to text",
+                 normalise="evalai",
                  split_rule="seeded (666) 90/10 train/test split of the Hub train split"
                  if "derive_test" in args else "official: train / test",
                  licence="see source", citation=tid)

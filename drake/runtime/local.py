@@ -304,6 +304,8 @@ class LocalRuntime:
         self.mix = mix
         #: each task's metrics, as its spec lists them (the first one scores Self/Others)
         self.task_metrics = {t["id"]: tuple(t["metrics"]) for t in spec["tasks"]}
+        #: each task's text normalisation before its generation metrics ("" or "evalai")
+        self.task_normalise = {t["id"]: t.get("normalise", "") for t in spec["tasks"]}
         from evaluators import MetricInputError, resolve
 
         for task, names in self.task_metrics.items():

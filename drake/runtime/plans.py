@@ -325,8 +325,14 @@ class GenerationPlan(EvalPlan):
         return self.local[task][c] or self.shared[task] or self.data.test_ids[task]
 
     def _metrics(self, task: str, preds: Sequence[Any], samples) -> dict[str, float]:
+        """The task's metrics, after the normalisation its spec names (FediLoRA: EvalAI's)."""
         from evaluators import score_task
 
+        if self.runtime.task_normalise.get(task) == "evalai":
+            from evaluators.text import normalise
+
+            preds = [normalise(p) if isinstance(p, str) else p for p in preds]
+            samples = [{**s, "answer": normalise(str(s["answer"]))} for s in samples]
         return {self._key(task, n): score_task(n, preds, samples) for n in self.names[task]}
 
     def evaluate(self, records, round_):

@@ -279,3 +279,19 @@ def test_missing_modality_rows_reach_training_masked_and_test_rows_intact(builds
     assert seen[1] and seen[2]
     test = data.unassigned_test or [i for ids in data.local_test.values() for i in ids]
     assert all(s["answer"] != MISSING_TEXT for s in data.training_samples(test))
+
+
+def test_a_task_normalised_as_evalai_is_scored_on_normalised_text():
+    """FediLoRA's tasks declare EvalAI normalisation: "The Two dogs." against "2 dogs" is a
+    perfect ROUGE-Lsum then, and not as written."""
+    from drake.runtime.plans import GenerationPlan
+
+    samples = [{"id": "s", "answer": "2 dogs", "choices": []}]
+    plan = _plan(GenerationPlan, tasks=["cap"], names={"cap": ["rougeLsum"]},
+                 runtime=SimpleNamespace(task_normalise={"cap": "evalai"}))
+    assert plan._metrics("cap", ["The Two dogs."], samples) == {"rougeLsum": 100.0}
+    plan.runtime.task_normalise = {"cap": ""}
+    assert plan._metrics("cap", ["The Two dogs."], samples)["rougeLsum"] < 100.0
+    spec = get_benchmark("fedilora").to_dict()
+    assert {t["normalise"] for t in spec["tasks"]} == {"evalai"}
+    assert "normalise" not in get_benchmark("synth-caption").to_dict()["tasks"][0]
