@@ -7,6 +7,7 @@ from baselines import (  # noqa: F401  (registration)
     fedsim,
     hetrank,
     perfedavg,
+    pfedmma,
     sft,
 )
 from baselines.base import (

@@ -161,6 +161,12 @@ class Method(ABC):
     needs_proxy: ClassVar[bool] = False
     #: Model kinds the method can run on (``drake.models.zoo.ModelInfo.kind``).
     kinds: ClassVar[tuple[str, ...]] = ("llava", "clip")
+    #: The local optimiser, ``(name, keyword arguments)`` with name ``adamw`` or ``sgd``; the
+    #: learning rate is the run's.
+    optimizer: ClassVar[tuple[str, Mapping[str, Any]]] = ("adamw", {"weight_decay": 0.0})
+    #: A fresh optimiser at each of a client's turns (no momentum carried from its last round),
+    #: as the CLIP prompt-learning methods run; by default a client keeps its optimiser state.
+    fresh_optimizer: ClassVar[bool] = False
 
     def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
         self.lr = lr

@@ -58,6 +58,8 @@ PROJECTION_DIM = 64
 #: parameter names of an image tower or its projection (Swin's ``vision.``, a Hub CLIP's
 #: ``vision_model.``)
 _IMAGE_SIDE = re.compile(r"(^|\.)(vision|vision_model|visual_projection)\.")
+#: a method's own adapter modules in the image tower (pFedMMA's image projections)
+_IMAGE_ADAPTER = re.compile(r"(^|\.)mm_adapters\.image_")
 
 
 class ModelKindError(DrakeError):
@@ -280,7 +282,7 @@ class ClipBundle:
         """Whether any adapter sits in the image tower or its projection (then images are
         encoded every time; else once per sample id, as the frozen tower always gives the
         same embedding)."""
-        return any("lora_" in n and _IMAGE_SIDE.search(n)
+        return any(("lora_" in n and _IMAGE_SIDE.search(n)) or _IMAGE_ADAPTER.search(n)
                    for n, _ in self.model.named_parameters())
 
     def image_embeds(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:

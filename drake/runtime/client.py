@@ -78,7 +78,9 @@ class RuntimeClient:
 
     def __init__(self, cid: int, arch: str, bundle, control, record: ClientRecord,
                  memory: Sequence[str], data, *, round_: int, steps: int, batch_size: int,
-                 lr: float, seed: int, proxy=None) -> None:
+                 lr: float, seed: int, proxy=None,
+                 optimizer: tuple[str, Mapping[str, Any]] = ("adamw", {"weight_decay": 0.0}),
+                 fresh_optimizer: bool = False) -> None:
         self.id = cid
         self.arch = arch
         self.round = round_
@@ -95,6 +97,9 @@ class RuntimeClient:
         self.proxy = proxy
         self.last_samples: list[Mapping[str, Any]] = []
         self._optims: dict[str, torch.optim.Optimizer] = {}
+        #: the method's local optimiser (name, keyword arguments), and whether each turn starts
+        #: a fresh one instead of the client's saved state
+        self.optimizer, self.fresh_optimizer = optimizer, fresh_optimizer
         #: the method's per-client tensors; kept (in the record) only when the turn is saved
         self.state: dict[str, torch.Tensor] = dict(record.state)
         for name, state in record.adapters.items():
@@ -112,8 +117,10 @@ class RuntimeClient:
 
     def _optimizer(self, adapter: str) -> torch.optim.Optimizer:
         if adapter not in self._optims:
-            opt = torch.optim.AdamW(self.params(adapter), lr=self.lr, weight_decay=0.0)
-            saved = self.record.optim.get(adapter)
+            name, kwargs = self.optimizer
+            kind = {"adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}[name]
+            opt = kind(self.params(adapter), lr=self.lr, **kwargs)
+            saved = None if self.fresh_optimizer else self.record.optim.get(adapter)
             if saved:
                 opt.load_state_dict(saved)
             self._optims[adapter] = opt
@@ -125,6 +132,8 @@ class RuntimeClient:
         for name in self.control.names:
             self.record.adapters[name] = self.get(name)
         for name, opt in self._optims.items():
+            if self.fresh_optimizer:  # nothing carried to the client's next turn
+                continue
             sd = opt.state_dict()
             self.record.optim[name] = {
                 "state": {k: {kk: (vv.detach().clone() if torch.is_tensor(vv) else vv)

@@ -431,7 +431,9 @@ class LocalRuntime:
         return RuntimeClient(c, arch, self.bundles[arch], self.controls[arch], record,
                              self.data.streams[c].seen(round_), self.data, round_=round_,
                              steps=self.steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr,
-                             seed=self.cfg.seed, proxy=self.proxy)
+                             seed=self.cfg.seed, proxy=self.proxy,
+                             optimizer=self.method.optimizer,
+                             fresh_optimizer=self.method.fresh_optimizer)
 
     # --- evaluation ----------------------------------------------------------------------------
     def _answer(self, handle: RuntimeClient, loglik: bool = False):
