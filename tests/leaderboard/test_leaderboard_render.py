@@ -6,9 +6,7 @@ import base64
 import hashlib
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +14,6 @@ from leaderboard.render import render, render_html
 from leaderboard.submit import submit
 from leaderboard.validate import load_leaderboard
 
-CHROMIUM = Path("/usr/bin/chromium")
 LINK = "https://github.com/example/drake-runs"
 
 
@@ -140,32 +137,11 @@ def test_render_writes_index(tmp_path, board_with_runs) -> None:
     assert path.read_text(encoding="utf-8") == render_html(board_with_runs)
 
 
-def _dump_dom(tmp_path: Path, page: Path, fragment: str = "") -> str:
-    cmd = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--dump-dom",
-        page.as_uri() + fragment,
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium (/usr/bin/chromium)")
-def test_headless_chromium_renders_and_sorts(tmp_path, board_with_runs) -> None:
+def test_headless_chromium_renders_and_sorts(tmp_path, board_with_runs, chromium) -> None:
     page = render(board_with_runs, tmp_path / "site")
     static = _parse(page.read_text(encoding="utf-8")).tables
-    dom = _parse(_dump_dom(tmp_path, page, "#test-sort"))
+    dom = _parse(chromium.dump_dom(page, "#test-sort"))
     assert dom.body.get("data-js") == "ok"  # the script ran under the page's CSP
     assert len(dom.tables) == len(static) > 0
     by_scenario = {}
@@ -187,10 +163,10 @@ def test_headless_chromium_renders_and_sorts(tmp_path, board_with_runs) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium (/usr/bin/chromium)")
-def test_headless_chromium_without_hook_keeps_rank_order(tmp_path, board_with_runs) -> None:
+def test_headless_chromium_without_hook_keeps_rank_order(tmp_path, board_with_runs,
+                                                         chromium) -> None:
     page = render(board_with_runs, tmp_path / "site")
-    dom = _parse(_dump_dom(tmp_path, page))
+    dom = _parse(chromium.dump_dom(page))
     assert dom.body.get("data-js") == "ok"
     first = dom.tables[0]
     assert "data-order-after" not in first["attrs"]
