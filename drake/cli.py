@@ -312,8 +312,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     summary = write_report([Path(d) for d in args.runs], Path(args.out))
     groups = sum(len(p.groups) for p in summary.panels)
-    print(f"report of {summary.n_files} results files ({groups} method configurations on "
-          f"{len(summary.panels)} scenarios, {len(summary.plots)} plots): {summary.index}")
+
+    def n(count: int, what: str) -> str:
+        return f"{count} {what}{'' if count == 1 else 's'}"
+
+    print(f"report of {n(summary.n_files, 'results file')} ({n(groups, 'method configuration')} "
+          f"on {n(len(summary.panels), 'scenario')}, {n(len(summary.plots), 'plot')}): "
+          f"{summary.index}")
     return 0
 
 
