@@ -139,7 +139,7 @@ def index_html(panels: Sequence[Panel], plots: Sequence[Plot], n_files: int) -> 
     """The static page: a section per panel (table, figures, runs), then cross-panel figures."""
     style = _STYLE
     digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
-    csp = (f"default-src 'none'; style-src 'sha256-{digest}'; img-src 'self'; "
+    csp = (f"default-src 'none'; style-src 'sha256-{digest}'; img-src 'self' file:; "
            "base-uri 'none'; form-action 'none'")
     nav = "".join(f'<li><a href="#p-{i}">{_e(p.title)}</a></li>' for i, p in enumerate(panels))
     sections = "".join(_panel(i, p, plots) for i, p in enumerate(panels))
