@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import math
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from scipy import stats
+from leaderboard.stats import summarize
 
 _ONE = """
 import json, resource, sys, time
@@ -57,12 +57,12 @@ def run_seed(out: Path, seed: int, methods: list[str]) -> dict:
 
 
 def interval(values: list[float]) -> tuple[float, float, float, float]:
-    """(mean, std, low, high): the 95% t-interval of the mean over seeds."""
-    mean = statistics.fmean(values)
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    half = (stats.t.ppf(0.975, len(values) - 1) * std / len(values) ** 0.5
-            if len(values) > 1 else float("inf"))
-    return mean, std, float(mean - half), float(mean + half)
+    """(mean, std, low, high): the 95% t-interval of the mean over seeds, as the leaderboard
+    and `drake report` compute it (:func:`leaderboard.stats.summarize`); unbounded for one
+    seed."""
+    s = summarize(values)
+    lo, hi = s["ci95"] if s["ci95"] is not None else (-math.inf, math.inf)
+    return s["mean"], s["std"], lo, hi
 
 
 def main() -> None:

@@ -307,6 +307,21 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from drake.report import write_report
+
+    summary = write_report([Path(d) for d in args.runs], Path(args.out))
+    groups = sum(len(p.groups) for p in summary.panels)
+
+    def n(count: int, what: str) -> str:
+        return f"{count} {what}{'' if count == 1 else 's'}"
+
+    print(f"report of {n(summary.n_files, 'results file')} ({n(groups, 'method configuration')} "
+          f"on {n(len(summary.panels), 'scenario')}, {n(len(summary.plots), 'plot')}): "
+          f"{summary.index}")
+    return 0
+
+
 def _progress_rounds(desc: str):
     from tqdm.auto import tqdm
 
@@ -462,6 +477,15 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    help="pretrain the tiny models into OUT/models instead of loading the shipped "
                    "weights (about two hours on two cores)")
     p.set_defaults(func=cmd_quickstart)
+
+    p = sub.add_parser("report", help="tables (mean ± std, 95%% interval over seeds), plots and "
+                       "a static page from run folders of `drake eval`")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (every results*.json in each), results files, or folders "
+                   "of run folders; seeds of one method and config are grouped")
+    p.add_argument("--out", required=True, help="output folder (table.md, table.csv, plots/, "
+                   "index.html)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("methods", help="list the federated methods")
     p.set_defaults(func=cmd_methods)

@@ -78,3 +78,14 @@ def test_the_readme_says_where_the_quickstart_pretrained_models_are():
     out = Path(make_parser(["quickstart"]).parse_args(["quickstart"]).out)
     assert f"`--model-cache ./{out / 'models'}`" in section("Quickstart")
     assert "--model-cache DIR" in section("Commands")
+
+
+def test_the_report_section_s_command_parses_and_its_picture_is_small():
+    text = section("Seeing results: `drake report`")
+    (argv,) = commands(text, "report")
+    args = make_parser(["report"]).parse_args(argv)
+    assert args.runs == ["./drake-quickstart/runs"] and args.out == "./drake-quickstart/report"
+    picture = re.search(r"!\[[^\]]+\]\(([^)]+\.png)\)", text).group(1)
+    path = Path(__file__).resolve().parents[2] / picture
+    assert path.is_file() and path.stat().st_size < 200_000
+    assert "python benchmarks/report_page.py" in text

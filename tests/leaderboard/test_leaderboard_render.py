@@ -6,23 +6,23 @@ import base64
 import hashlib
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from leaderboard.render import render, render_html
 from leaderboard.submit import submit
 from leaderboard.validate import load_leaderboard
 
-CHROMIUM = Path("/usr/bin/chromium")
 LINK = "https://github.com/example/drake-runs"
+HOSTILE = '<script>document.title="pwned"</script> Lab'
 
 
 @pytest.fixture(scope="module")
 def board_with_runs(tmp_path_factory, seeded_source, manifest_bytes, make_result, write_run):
-    """The seeded leaderboard plus two reproduced drake-synth methods (3 seeds each)."""
+    """The seeded leaderboard plus two reproduced drake-synth methods (3 seeds each), one
+    submitted by someone whose name carries a script tag."""
     root = tmp_path_factory.mktemp("render")
     (root / "data").mkdir()
     (root / "data" / "manifest.json").write_bytes(manifest_bytes)
@@ -32,7 +32,7 @@ def board_with_runs(tmp_path_factory, seeded_source, manifest_bytes, make_result
         runs = [write_run(root / method / str(s), make_result(s, method, level)) for s in range(3)]
         submit(
             runs,
-            submitter="Tester <t@example.org>",
+            submitter="Tester <t@example.org>" if method == "fedavg" else HOSTILE,
             link=LINK,
             leaderboard_path=board,
             data_dirs=[root / "data"],
@@ -140,32 +140,11 @@ def test_render_writes_index(tmp_path, board_with_runs) -> None:
     assert path.read_text(encoding="utf-8") == render_html(board_with_runs)
 
 
-def _dump_dom(tmp_path: Path, page: Path, fragment: str = "") -> str:
-    cmd = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--dump-dom",
-        page.as_uri() + fragment,
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium (/usr/bin/chromium)")
-def test_headless_chromium_renders_and_sorts(tmp_path, board_with_runs) -> None:
+def test_headless_chromium_renders_and_sorts(tmp_path, board_with_runs, chromium) -> None:
     page = render(board_with_runs, tmp_path / "site")
     static = _parse(page.read_text(encoding="utf-8")).tables
-    dom = _parse(_dump_dom(tmp_path, page, "#test-sort"))
+    dom = _parse(chromium.dump_dom(page, "#test-sort"))
     assert dom.body.get("data-js") == "ok"  # the script ran under the page's CSP
     assert len(dom.tables) == len(static) > 0
     by_scenario = {}
@@ -187,12 +166,114 @@ def test_headless_chromium_renders_and_sorts(tmp_path, board_with_runs) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium (/usr/bin/chromium)")
-def test_headless_chromium_without_hook_keeps_rank_order(tmp_path, board_with_runs) -> None:
+def test_headless_chromium_without_hook_keeps_rank_order(tmp_path, board_with_runs,
+                                                         chromium) -> None:
     page = render(board_with_runs, tmp_path / "site")
-    dom = _parse(_dump_dom(tmp_path, page))
+    dom = _parse(chromium.dump_dom(page))
     assert dom.body.get("data-js") == "ok"
     first = dom.tables[0]
     assert "data-order-after" not in first["attrs"]
     static = _parse(page.read_text()).tables[0]["rows"]
     assert first["rows"] == static
+
+
+def _sections(page: str) -> list[tuple[str, str]]:
+    """``(paper heading, benchmark)`` of every benchmark section, in page order."""
+    found, paper = [], None
+    for m in re.finditer(r'<section class="(paper|bench)" (?:data-paper|id="b-\d+" '
+                         r'data-benchmark)="([^"]+)"', page):
+        if m.group(1) == "paper":
+            paper = m.group(2)
+        else:
+            found.append((paper, m.group(2)))
+    return found
+
+
+def test_drake_comes_first_then_the_benchmarks_grouped_by_paper(board_with_runs) -> None:
+    sections = _sections(render_html(board_with_runs))
+    papers = list(dict.fromkeys(p for p, _ in sections))
+    assert papers == ["DRAKE", "FedMosaic", "FediLoRA", "pFedMMA", "TAP",
+                      "Benchmarks no paper reports on"]
+    assert sections[0] == ("DRAKE", "drake")
+    by_paper = {p: {b for q, b in sections if q == p} for p in papers}
+    assert by_paper["FedMosaic"] == {"hflb"}
+    assert by_paper["Benchmarks no paper reports on"] == {"drake-synth"}
+    assert {"cifar10-dir", "domainnet", "clip-base2novel/dtd"} <= by_paper["pFedMMA"]
+    page = render_html(board_with_runs)
+    assert page.index('class="matrix"') < page.index('<section class="bench"')
+
+
+def test_the_summary_matrix_ranks_methods_per_benchmark(board_with_runs) -> None:
+    page = render_html(board_with_runs)
+    matrix = page[page.index('<table class="matrix"') : page.index("</table>",
+                                                                    page.index('class="matrix"'))]
+    methods = {e.method.name for e in board_with_runs.entries}
+    rows = re.findall(r'<tr data-provenance="(\w+)"><th class="m">([^<]+)</th>', matrix)
+    assert {m for _, m in rows} == methods
+    assert ("reproduced", "ditto") in rows and ("reported", "ditto") in rows
+    # drake-synth: ditto (level 70) leads fedavg (level 55), each alone in its rank group
+    synth = re.findall(r'<tr data-provenance="reproduced"><th class="m">(\w+)</th>.*?'
+                       r'data-for="drake-synth" title="[^"]*"><a href="#b-\d+">([\d.]+)</a>',
+                       matrix)
+    assert sorted(synth) == [("ditto", "1"), ("fedavg", "2")]
+    # fedmosaic leads every DRAKE scenario of FedMosaic Tab. 2
+    assert re.search(r'<th class="m">fedmosaic</th><td class="p">reported</td>'
+                     r'<td class="s0" data-for="drake" title="[^"]*"><a href="#b-0">1</a>',
+                     matrix)
+
+
+def test_reported_rows_carry_the_paper_s_plus_minus_and_reproduced_their_interval(
+    board_with_runs,
+) -> None:
+    page = render_html(board_with_runs)
+    drake = page[page.index('data-benchmark="drake" data-scenario="dynamic-hetero"') :]
+    fedmosaic = drake[drake.index('data-key="fedmosaic|reported') :].split("</tr>", 1)[0]
+    assert "67.86 ± 0.51" in fedmosaic and "<small>[" not in fedmosaic  # FedMosaic Tab. 2
+    synth = page[page.index('data-benchmark="drake-synth"', page.index('class="bench"')) :]
+    ditto = synth[synth.index('data-key="ditto|reproduced') :].split("</tr>", 1)[0]
+    assert re.search(r"\d+\.\d\d ± \d+\.\d\d<br><small>\[\d+\.\d\d, \d+\.\d\d\]</small>", ditto)
+    assert f'<a href="{LINK}" rel="noopener noreferrer">run record</a>' in ditto
+
+
+def _body(dom: str) -> dict[str, str]:
+    return _parse(dom).body
+
+
+@pytest.mark.browser
+def test_headless_chromium_first_screen_holds_the_matrix_then_drake(
+    tmp_path, board_with_runs, chromium
+) -> None:
+    page = render(board_with_runs, tmp_path / "site")
+    # 1280 x 1100: headless Chromium's viewport is then 1280 x 957, as on a 1080p screen
+    shot = chromium.screenshot(page, tmp_path / "leaderboard.png", size=(1280, 1100))
+    with Image.open(shot) as image:
+        assert image.size == (1280, 1100)
+        colours = {c for _, c in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    assert len(colours) > 8  # the matrix's shades, not a blank page
+    body = _body(chromium.dump_dom(page, "#test-filter", size=(1280, 1100)))
+    assert body["data-js"] == "ok"
+    viewport, matrix = int(body["data-viewport"]), int(body["data-top-matrix"])
+    drake, other = int(body["data-top-drake"]), int(body["data-top-other"])
+    assert 0 < matrix < drake < viewport < other  # no other benchmark before DRAKE
+
+
+@pytest.mark.browser
+def test_headless_chromium_filters_change_what_is_shown(tmp_path, board_with_runs,
+                                                        chromium) -> None:
+    page = render(board_with_runs, tmp_path / "site")
+    n_reproduced = sum(e.provenance == "reproduced" for e in board_with_runs.entries)
+    dom = chromium.dump_dom(page, "#test-filter")
+    body = _body(dom)
+    assert int(body["data-rows-before"]) == len(board_with_runs.entries)
+    assert int(body["data-rows-after"]) == n_reproduced == 2  # picked "reproduced"
+    dom = chromium.dump_dom(page, "#benchmark=drake-synth")  # the state a link carries
+    shown = re.findall(r'<section class="bench" id="b-\d+" data-benchmark="([^"]+)"[^>]*?'
+                       r'(hidden="")?>', dom)
+    assert {b for b, hidden in shown if not hidden} == {"drake-synth"}
+    assert len(shown) == len({(e.benchmark.name, e.scenario.name)
+                              for e in board_with_runs.entries})
+    assert re.search(r'<th class="b" data-paper="[^"]+" data-for="drake" [^>]*hidden', dom)
+    # the submitter's script tag is text: nothing ran, the page's own script did
+    assert _body(dom)["data-js"] == "ok" and "pwned" not in dom.split("<body", 1)[0]
+    assert len(_parse(dom).scripts) == 1
+    assert "&lt;script&gt;document.title=\"pwned\"&lt;/script&gt; Lab" in dom
