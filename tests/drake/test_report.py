@@ -263,3 +263,39 @@ def test_the_report_page_in_headless_chromium(micro, chromium, tmp_path):
     assert "pwned" not in dom.split("<body", 1)[0]  # the hyper-parameter ran no script
     assert dom.count("<script") == 0
     assert "note=&lt;script&gt;document.title=\"pwned\"&lt;/script&gt;" in dom
+
+
+def test_report_of_real_runs_three_seeds_of_two_methods_on_a_micro_drake_synth(tmp_path):
+    """The whole path: a micro drake-synth build, `drake eval` of sft and fedavg with seeds
+    0-2 (one round, one step, one test sample per task, untrained tiny models), then `drake
+    report`: each method's Self A_last row is the mean, std and t-interval of its three runs,
+    and the curves, heatmaps and cost plots are real images."""
+    from drake.build import build
+    from drake.registry import get_benchmark
+
+    build(get_benchmark("drake-synth", size="tiny"), tmp_path / "data", seed=0)
+    runs = []
+    for method in ("sft", "fedavg"):
+        for seed in range(3):
+            out = tmp_path / "runs" / f"{method}-{seed}"
+            assert main(["eval", "--method", method, "--data", str(tmp_path / "data"),
+                         "--benchmark", "drake-synth", "--scenario", "static", "--rounds", "1",
+                         "--local-steps", "1", "--eval-per-task", "1", "--mc-scoring",
+                         "loglik", "--untrained", "--seed", str(seed), "--out",
+                         str(out)]) == 0
+            runs.append(out)
+    assert main(["report", *map(str, runs), "--out", str(tmp_path / "report")]) == 0
+    rows = {(r["method"], r["metric"]): r for r in csv.DictReader(
+        (tmp_path / "report" / "table.csv").open(encoding="utf-8"))}
+    for method in ("sft", "fedavg"):
+        values = np.array([json.loads((p / "results.json").read_text())["metrics"]["self_a_last"]
+                           for p in runs if p.name.startswith(method + "-")])
+        row = rows[(method, "self_a_last")]
+        half = student_t.ppf(0.975, 2) * values.std(ddof=1) / np.sqrt(3)
+        assert (row["n_seeds"], row["seeds"]) == ("3", "0 1 2")
+        assert float(row["mean"]) == pytest.approx(values.mean(), abs=1e-9)
+        assert float(row["ci95_high"]) == pytest.approx(values.mean() + half, abs=1e-9)
+    stems = {p.stem for p in (tmp_path / "report" / "plots").glob("*.png")}
+    assert {s.split("-")[0] for s in stems} >= {"curves", "heatmap", "cost"}
+    for stem in stems:
+        assert_real_image(tmp_path / "report" / "plots" / f"{stem}.png")
