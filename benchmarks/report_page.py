@@ -9,6 +9,9 @@ prints the time of each step (about 4 minutes per run on two busy cores).
 
     python benchmarks/report_page.py [--out runs/report-page] [--methods sft fedavg]
         [--seeds 0 1] [--png benchmarks/report_page.png]
+
+``--page PAGE`` screenshots a report page that exists instead (the README's picture is the
+quickstart's: ``--page ./drake-quickstart/report/index.html``).
 """
 
 from __future__ import annotations
@@ -52,7 +55,13 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["sft", "fedavg"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--png", default=str(HERE / "report_page.png"))
+    parser.add_argument("--page", default=None,
+                        help="screenshot this report page instead of making one")
     args = parser.parse_args()
+    if args.page:
+        screenshot(Path(args.page), Path(args.png))
+        print(f"wrote {args.png} ({Path(args.png).stat().st_size / 1024:.0f} kB)")
+        return
     out = Path(args.out)
     start = time.perf_counter()
     if not (out / "data" / "drake-synth" / "manifest.json").exists():

@@ -145,4 +145,20 @@ def quickstart(out: Path, *, methods: Sequence[str] = DEFAULT_METHODS, size: str
         with hook.keepalive():  # a line at least every ~every s, even while one client is slow
             results.append(LocalRuntime(cfg, hooks=[hook]).run())
         say(f"      {method} took {format_seconds(time.monotonic() - t0)}")
+    if methods:
+        _report([out / "runs" / m for m in methods], out / "report", say)
     return results
+
+
+def _report(runs: Sequence[Path], folder: Path, say: Callable[[str], None]) -> None:
+    """`drake report` of the quickstart's runs (curves, the client x task heatmaps, cost); a
+    missing plotting extra is said in one line, and the table is printed all the same."""
+    from drake.report import ReportError, write_report
+
+    try:
+        summary = write_report(runs, folder)
+    except ReportError as err:
+        say(f"report: not written ({err})")
+        return
+    say(f"report: {summary.index} (plots of the curves, the client x task scores and the "
+        f"cost; `drake report` takes more seeds)")

@@ -53,6 +53,9 @@ def test_quickstart_runs_on_the_shipped_weights_and_says_what_it_does(tmp_path, 
     assert [s.split(" done in")[0].strip() for s in rounds] == ["sft round 1/2", "sft round 2/2"]
     assert all("elapsed" in s and "Self " in s for s in rounds)
     assert sum(bool(re.fullmatch(r"      sft took \d+ (s|min \d\d s)", s)) for s in said) == 1
+    # and writes the report of its runs
+    assert said[-1].startswith(f"report: {tmp_path / 'report' / 'index.html'} (plots")
+    assert (tmp_path / "report" / "table.md").is_file()
     # a second call checks the build again and says so
     said.clear()
     assert quickstart(tmp_path, methods=(), size="tiny", say=said.append) == []
