@@ -175,6 +175,7 @@ def test_generation_point_weights_clients_by_their_rows_and_global_by_group_size
         return [answers[arch]] * len(samples)
 
     plan.runtime = SimpleNamespace(models=["big", "big", "small"], predict_global=predict_global,
+                                   task_normalise={},
                                    method=SimpleNamespace(global_model=models.get))
     plan.after_aggregate(point, 1)
     assert point["global_by_arch"] == {"big": {"rougeLsum": 100.0}, "small": {"rougeLsum": 0.0}}
