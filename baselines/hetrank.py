@@ -39,6 +39,7 @@ global LoRA.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -275,8 +276,9 @@ class _HetRank(Method):
     def predict(self, client, samples, answer):
         return answer(samples, {LOCAL: self._weight(client.id)})
 
+    @abstractmethod
     def _combine(self, states: list[State], infos: list[ClientInfo]) -> State:
-        raise NotImplementedError
+        """The global LoRA (rank r_g) of one architecture group's uploads: the method's rule."""
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
         for arch, ids in group_by_arch(clients[i] for i in uploads).items():
@@ -450,8 +452,8 @@ class FLoRA(_HetRank):
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
         out = {}
         for arch, ids in group_by_arch(clients[i] for i in uploads).items():
-            stacked = stack([uploads[i].tensors[LOCAL] for i in ids],
-                            [max(clients[i].num_samples, 1) for i in ids])
+            stacked = self._combine([uploads[i].tensors[LOCAL] for i in ids],
+                                    [clients[i] for i in ids])
             merged = self._target.setdefault(arch, {})
             for m in modules(stacked):
                 delta = self.scale * stacked[_b(m)].double() @ stacked[_a(m)].double()
@@ -463,6 +465,9 @@ class FLoRA(_HetRank):
             out.update({cid: Payload({LOCAL: stacked}) for cid, info in clients.items()
                         if info.arch == arch})
         return out
+
+    def _combine(self, states, infos):
+        return stack(states, [max(i.num_samples, 1) for i in infos])
 
     def global_model(self, arch: str):
         """The merged base with no LoRA on top (a zero adapter)."""

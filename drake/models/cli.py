@@ -22,41 +22,39 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from drake.models.loading import WEIGHTS_FILE, tiny_folder
-    from drake.models.shipped import shipped_folder
 
     root = Path(args.cache_dir) if args.cache_dir else cache_dir()
     table = Table("name", "Hugging Face id", "family", "params", "size rank", "LoRA r/alpha",
                   "offline", title=f"DRAKE model zoo (tiny-model cache: {root})")
     for info in ZOO.values():
-        lora = _lora_column(info)
-        if info.offline:
-            if (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file():
-                offline = "yes (pretrained in the cache)"
-            elif shipped_folder(info.name) is not None and not args.cache_dir:
-                offline = "yes (pretrained, shipped)"
-            else:
-                offline = "yes (run `drake models pretrain`)"
-        else:
-            offline = "no (Hub)"
         table.add_row(info.name, info.hf_id or "-", info.family, info.params,
-                      str(info.size_rank), lora, offline)
+                      str(info.size_rank), _lora_column(info),
+                      _offline(info, root, args.cache_dir, "pretrained in the cache"))
     for info in CLIP_ZOO.values():  # the classification protocols' kind
-        if not info.offline:
-            offline = "no (Hub)"
-        elif (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file():
-            offline = "yes (text side pretrained in the cache)"
-        elif shipped_folder(info.name) is not None and not args.cache_dir:
-            offline = "yes (pretrained, shipped)"
-        else:
-            offline = "yes (run `drake models pretrain --model tiny-clip`)"
         table.add_row(info.name, info.hf_id or "-", "clip (classifier)", info.params,
-                      str(info.size_rank), _lora_column(info), offline)
+                      str(info.size_rank), _lora_column(info),
+                      _offline(info, root, args.cache_dir, "text side pretrained in the cache"))
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
         console = Console(width=200)
     console.print(table)
     return 0
+
+
+def _offline(info: ModelInfo, root: Path, explicit: str | None, cached: str) -> str:
+    """The "offline" column: a Hub model, or where a tiny model's pretrained weights come from
+    (the cache ``root``, the package unless a cache was named, or the command that makes them)."""
+    from drake.models.loading import WEIGHTS_FILE, tiny_folder
+    from drake.models.shipped import shipped_folder
+
+    if not info.offline:
+        return "no (Hub)"
+    if (tiny_folder(info.name, root) / WEIGHTS_FILE).is_file():
+        return f"yes ({cached})"
+    if shipped_folder(info.name) is not None and not explicit:
+        return "yes (pretrained, shipped)"
+    model = f" --model {info.name}" if info.kind == "clip" else ""
+    return f"yes (run `drake models pretrain{model}`)"
 
 
 def _lora_column(info: ModelInfo) -> str:
