@@ -348,13 +348,11 @@ so task similarity is real. The tiny models `tiny-llava-llama` (Llama, hidden 12
 and `tiny-llava-qwen` (Qwen2, hidden 160, 3 layers) stand in for the 1B and 3B LLaVA models.
 Both read pictures through one Swin vision tower whose last stage is the scenes' 3 x 3 grid
 (9 image tokens per picture) and put the question's text before the pictures. They are
-pretrained in three stages on the public split only (`synth-public-open`, `synth-public-multi`,
-`synth-public-formats`, `synth-public-reason`: generic questions about colours, shapes, places,
-counts, quality, bars and tags, and claims about one to four pictures to judge, that no client
-task asks, the last two in the client tasks' answer formats): the tower on what the generator
-drew, then projector and language model on the answers, with image tokens grounded in the words
-that name their cell's object, then a focus stage that spends most of its budget on looking
-named objects up and judging claims. The suite ships the result (`drake/models/weights/`, sha256-pinned);
+pretrained in two stages on the public split only (`synth-public-open`, `synth-public-multi`,
+`synth-public-formats`: generic questions about colours, shapes, places, counts, quality, bars
+and tags that no client task asks, the last in the client tasks' answer formats): the tower on
+what the generator drew, then projector and language model on the answers, with image tokens
+grounded in the words that name their cell's object. The suite ships the result (`drake/models/weights/`, sha256-pinned);
 `drake models pretrain` rebuilds it. drake-synth is an engineering stand-in: numbers on it show
 that a method runs and how it compares at small scale. They are not DRAKE results.
 

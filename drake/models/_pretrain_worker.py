@@ -1,8 +1,7 @@
 """Worker process of :func:`drake.models.pretrain.pretrain_many`.
 
-``python -m drake.models._pretrain_worker '<json arguments>'`` runs the language and focus
-stages of one tiny model and writes JSON lines to stdout: ``{"step", "steps", "loss"}`` every
-10 steps (counted over both stages), then ``{"folder"}``.
+``python -m drake.models._pretrain_worker '<json arguments>'`` pretrains one tiny model and
+writes JSON lines to stdout: ``{"step", "steps", "loss"}`` every 10 steps, then ``{"folder"}``.
 """
 
 from __future__ import annotations
@@ -14,13 +13,12 @@ from pathlib import Path
 
 def main(payload: str) -> int:
     """Pretrain the model described by ``payload`` (JSON) and report on stdout."""
-    from drake.models.pretrain import language_stages
+    from drake.models.pretrain import pretrain
     from drake.workers import exit_with_parent
 
     exit_with_parent()  # a killed `drake models pretrain` takes its workers with it
     args = json.loads(payload)
     name = args.pop("name")
-    focus = args.pop("focus", None)
     if "out_dir" in args:
         args["out_dir"] = Path(args["out_dir"])
     out = sys.stdout
@@ -30,7 +28,7 @@ def main(payload: str) -> int:
             out.write(json.dumps({"step": step, "steps": steps, "loss": loss}) + "\n")
             out.flush()
 
-    folder = language_stages(name, args, focus, progress=report)
+    folder = pretrain(name, progress=report, **args)
     out.write(json.dumps({"folder": str(folder)}) + "\n")
     out.flush()
     return 0

@@ -85,7 +85,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     names = [n for n in names if n != CLIP_FOLDER]
     if not names:  # tiny-clip alone: its text side on the shipped image tower
         return _pretrain_clip(args, root)
-    totals = {name: args.steps + args.focus_steps for name in names}
+    totals = {name: args.steps for name in names}
     if not args.reuse_vision:
         totals = {VISION_FOLDER: args.vision_steps, **totals}
     bars = {name: tqdm(total=total, desc=f"pretraining {name}", unit="step", file=sys.stderr,
@@ -102,7 +102,6 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 vision=not args.reuse_vision, steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
-                                focus_steps=args.focus_steps,
                                 vision_steps=args.vision_steps,
                                 vision_pictures=args.vision_pictures)
     finally:
@@ -110,11 +109,8 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             bar.close()
     for name, folder in folders.items():
         report = json.loads((folder / REPORT_FILE).read_text())
-        stages = [report.get("language"), report] if report.get("stage") == "focus" else [report]
-        line = f"{name}: " + " + ".join(f"{r['steps']} {r.get('stage', 'vision')} steps"
-                                        for r in stages)
-        line += (f" in {sum(r['wall_seconds'] for r in stages):.0f}s, "
-                 f"final loss {report['final_loss']:.3f}")
+        line = (f"{name}: {report['steps']} steps in {report['wall_seconds']:.0f}s, "
+                f"final loss {report['final_loss']:.3f}")
         if name == VISION_FOLDER:
             seen = report["held_out_accuracy"]
             line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
@@ -174,7 +170,6 @@ def add_cli(subparsers: Any) -> None:
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_EVAL_SIZE,
-        DEFAULT_FOCUS_STEPS,
         DEFAULT_LR,
         DEFAULT_STEPS,
         DEFAULT_TRAIN_SIZE,
@@ -203,9 +198,6 @@ def add_cli(subparsers: Any) -> None:
                    help=f"tiny-clip training pictures (default {DEFAULT_CLIP_PICTURES})")
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS,
                    help=f"language-stage steps per model (default {DEFAULT_STEPS})")
-    p.add_argument("--focus-steps", type=int, default=DEFAULT_FOCUS_STEPS,
-                   help="focus-stage steps per model, after the language stage (default "
-                   f"{DEFAULT_FOCUS_STEPS}; 0 skips it)")
     p.add_argument("--vision-steps", type=int, default=DEFAULT_VISION_STEPS,
                    help=f"vision-tower steps (stage 1, default {DEFAULT_VISION_STEPS})")
     p.add_argument("--vision-pictures", type=int, default=DEFAULT_VISION_PICTURES,

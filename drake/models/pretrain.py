@@ -3,11 +3,10 @@
 The tiny models start from random weights; a federated method that starts from them learns
 vision and language from scratch, which is not what the papers' pretrained backbones do. So the
 tiny families are first trained on drake-synth's **public** tasks (``synth-public-open``,
-``synth-public-multi``, ``synth-public-formats`` and ``synth-public-reason``: generic questions
-and claims about one to four pictures, the last two in the client tasks' answer formats; see
-:mod:`drake.synth.public`), which never ask a client task's question, the way LLaVA's
-instruction data is disjoint from DRAKE. Pretraining has LLaVA's two stages and a third that
-spends more of the budget on look-up and judging claims.
+``synth-public-multi`` and ``synth-public-formats``: generic questions about one to four
+pictures, the last in the client tasks' answer formats; see :mod:`drake.synth.public`), which
+never ask a client task's question, the way LLaVA's instruction data is disjoint from DRAKE.
+Pretraining has two stages, like LLaVA's.
 
 Stage 1: the vision tower (shared by both families)
 ---------------------------------------------------
@@ -33,16 +32,7 @@ picture) and the full pool: the easy share starts at 1 and falls linearly to 10%
 :data:`EASY_UNTIL` of the steps. The learning rate warms up over 200 steps, then follows a cosine
 to 10% of ``lr``; AdamW (0.9, 0.98), no weight decay, gradient-norm clip 1.
 
-Stage 3: focus (per family)
----------------------------
-Stage 2 spreads its budget over twenty-odd public families; the look-up every client task
-composes stays half learnt (the colour of a named object: 0.36-0.45 held-out exact match), while
-a few hundred steps on that family alone reach 0.9. :func:`pretrain_focus` continues the stage-2
-model for ``focus_steps`` on :data:`FOCUS_SHARES`, half of it ``synth-public-reason`` (claims to
-judge about one to four pictures, a tag's colour, the edit between two pictures), on fresh
-samples, with the same loss.
-
-Every stage scores held-out public questions (``test`` split, greedy exact match per family)
+Both stages score held-out public questions (``test`` split, greedy exact match per family)
 and write a report beside the weights. The same seed gives the same weights, byte for byte, on
 the same machine and library versions: every draw comes from seeded generators, the run is
 single-threaded and deterministic algorithms are on. The weights shipped with the suite
@@ -63,7 +53,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
@@ -92,7 +82,6 @@ from drake.models.zoo import TINY_MODELS, get_info
 __all__ = [
     "pretrain",
     "pretrain_vision",
-    "pretrain_focus",
     "pretrain_many",
     "public_tasks",
     "public_samples",
@@ -134,15 +123,6 @@ EASY_UNTIL = 0.3
 #: Share of each public task among the training (and held-out) samples.
 TASK_SHARES = MappingProxyType({
     "synth-public-open": 0.45, "synth-public-multi": 0.2, "synth-public-formats": 0.35})
-#: Stage 3 (focus): share of each public task, default budget, and the first sample index
-#: it reads (past everything stage 2 reads, so its samples are new).
-FOCUS_SHARES = MappingProxyType({
-    "synth-public-reason": 0.5, "synth-public-formats": 0.25, "synth-public-open": 0.15,
-    "synth-public-multi": 0.1})
-DEFAULT_FOCUS_STEPS = 3000
-DEFAULT_FOCUS_LR = 5e-4
-DEFAULT_FOCUS_TRAIN_SIZE = 24000
-FOCUS_START = 1_000_000
 _EVAL_BATCH = 64
 
 Progress = Callable[[int, int, float], None]
@@ -207,10 +187,10 @@ def _eval_set(seed: int, size: int) -> list[dict[str, Any]]:
             for sample in public_samples(task, "test", count, seed)]
 
 
-def _shares(size: int, shares: Mapping[str, float] = TASK_SHARES) -> dict[str, int]:
-    """``size`` samples split over public tasks by ``shares`` (default :data:`TASK_SHARES`; the
-    first task takes the rounding remainder)."""
-    counts = {task: int(round(size * share)) for task, share in shares.items()}
+def _shares(size: int) -> dict[str, int]:
+    """``size`` samples split over the public tasks by :data:`TASK_SHARES` (the first task
+    takes the rounding remainder)."""
+    counts = {task: int(round(size * share)) for task, share in TASK_SHARES.items()}
     first = next(iter(counts))
     counts[first] += size - sum(counts.values())
     return counts
@@ -603,7 +583,7 @@ def pretrain(
             "grounding_weight": GROUNDING_WEIGHT,
             "easy_pool": {"objects": [0, EASY_OBJECTS], "samples": len(easy),
                           "share": f"1 -> 0.1 over the first {EASY_UNTIL:.0%} of the steps"},
-            "train_tasks": sorted(TASK_SHARES),
+            "train_tasks": public_tasks(),
             "train_samples": len(easy) + len(full),
             "eval_split": "test",
             "eval_samples": len(held_out),
@@ -626,184 +606,10 @@ def pretrain(
     return folder
 
 
-# --------------------------------------------------------------------------------- stage 3
-
-
-def _load_language_stage(name: str, out_dir: Path | None) -> tuple[Any, Any, dict[str, Any]]:
-    """The stage-2 model of ``name`` from the cache, its tokenizer and its report; a folder
-    that already went through stage 3 (or holds no stage-2 output) is refused."""
-    from transformers import PreTrainedTokenizerFast
-
-    from drake.models.loading import pretrained_missing
-
-    folder = tiny_folder(name, None if out_dir is None else Path(out_dir))
-    missing = pretrained_missing(name, folder.parent)
-    report_path = folder / REPORT_FILE
-    if missing or not report_path.is_file():
-        raise FileNotFoundError(
-            f"no stage-2 model of {name} in {folder} (missing: "
-            f"{', '.join(missing) or REPORT_FILE}); run `drake models pretrain` (all stages) "
-            "or the language stage first")
-    report = json.loads(report_path.read_text())
-    if report.get("stage") != "language":
-        raise ValueError(
-            f"{report_path} says stage {report.get('stage')!r}: the focus stage continues a "
-            "language-stage model only, and this one was already focused. Rerun the language "
-            "stage (`drake models pretrain --reuse-vision`) to start again")
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
-    with quiet_transformers():
-        from transformers import LlavaForConditionalGeneration
-
-        model = LlavaForConditionalGeneration.from_pretrained(str(folder))
-    if _sha256(folder / WEIGHTS_FILE) != report["weights_sha256"]:
-        raise ValueError(f"{folder / WEIGHTS_FILE} does not match the sha256 its report "
-                         f"{report_path} records; rerun the language stage")
-    return model, tokenizer, report
-
-
-def pretrain_focus(
-    name: str,
-    *,
-    out_dir: Path | None = None,
-    steps: int = DEFAULT_FOCUS_STEPS,
-    seed: int = 0,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    lr: float = DEFAULT_FOCUS_LR,
-    train_size: int = DEFAULT_FOCUS_TRAIN_SIZE,
-    eval_size: int = DEFAULT_EVAL_SIZE,
-    progress: Progress | None = None,
-    threads: int | None = 1,
-) -> Path:
-    """Stage 3: continue the stage-2 model of ``name`` on :data:`FOCUS_SHARES`.
-
-    Stage 2 spreads its budget over twenty-odd families and leaves the look-up half learnt (the
-    colour of a named object: 0.36-0.45 held-out exact match after 12000 steps), while 600
-    steps on that family alone reach 0.9. This stage spends its budget where the client tasks
-    need it: ``synth-public-reason`` (claims to judge about one to four pictures, a tag's
-    colour, the edit between two pictures) with the other public tasks mixed in so nothing is
-    forgotten. Fresh samples (indices from :data:`FOCUS_START`), a fresh AdamW, warm-up over
-    100 steps then a cosine to 10% of ``lr``; the same loss (answer plus grounding) and the
-    same determinism as stage 2. The model is read from and written back to
-    ``<out_dir>/<name>/``; the report keeps stage 2's report under ``"language"``.
-    """
-    info = get_info(name)
-    if not info.offline:
-        raise ValueError(f"{name} is a real backbone; the focus stage trains tiny models only")
-    _check_budget(steps=steps, batch_size=batch_size, train_size=train_size,
-                  eval_size=eval_size, seed=seed)
-    _check_threads(threads)
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr}")
-    started = time.perf_counter()
-    counts = _shares(train_size, FOCUS_SHARES)
-    train = [s for task, count in counts.items()
-             for s in public_samples(task, "public", count, seed, start=FOCUS_START)]
-    held_out = [s for task, count in _shares(eval_size, FOCUS_SHARES).items()
-                for s in public_samples(task, "test", count, seed, start=FOCUS_START)]
-    rng = np.random.default_rng([seed, 0xF0C5])
-    losses: list[float] = []
-    with _run(threads, seed):
-        model, tokenizer, language = _load_language_stage(info.name, out_dir)
-        model.requires_grad_(True)
-        model.model.vision_tower.requires_grad_(False)
-        bundle = _tiny_bundle(info, model, tokenizer)
-        model.eval()
-        before = evaluate_open(bundle, held_out)
-        encoded = [bundle._encode(s, answer=s["answer"], eos=True) for s in train]
-        features = _Features(bundle, train)
-        params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
-        model.train()
-        for step in range(steps):
-            for group in optimizer.param_groups:
-                group["lr"] = _lr_at(step, steps, lr, warm=100, floor=0.1)
-            rows = _draw(rng, len(encoded), batch_size)
-            items = [_Encoded(encoded[i].ids, encoded[i].labels, []) for i in rows]
-            feats, words = features.rows(rows)
-            loss = _language_loss(bundle, items, feats, words)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            if progress is not None:
-                progress(step + 1, steps, losses[-1])
-        model.eval()
-        after = evaluate_open(bundle, held_out)
-    model.requires_grad_(False)
-    folder = tiny_folder(info.name, None if out_dir is None else Path(out_dir))
-    with _staged(folder) as staging:
-        with quiet_transformers():
-            model.save_pretrained(str(staging))
-        tokenizer.save_pretrained(str(staging))
-        report = {
-            "model": info.name,
-            "stage": "focus",
-            "seed": seed,
-            "steps": steps,
-            "batch_size": batch_size,
-            "lr": lr,
-            "schedule": "linear warm-up 100 steps, cosine to 10% of lr; AdamW(0.9, 0.98), wd 0, "
-                        "clip 1; frozen vision tower; starts from the language stage",
-            "grounding_weight": GROUNDING_WEIGHT,
-            "train_shares": dict(FOCUS_SHARES),
-            "train_samples": len(train),
-            "first_index": FOCUS_START,
-            "eval_split": "test",
-            "eval_samples": len(held_out),
-            "final_loss": float(np.mean(losses[-50:])),
-            "loss_curve": [round(v, 4) for v in losses[:: max(1, steps // 50)]],
-            "accuracy_before": before,
-            "accuracy_after": after,
-            "parameters": int(sum(p.numel() for p in model.parameters())),
-            "hidden_size": bundle.hidden_size,
-            "num_layers": bundle.num_layers,
-            "vision_sha256": language["vision_sha256"],
-            "weights_sha256": _sha256(staging / WEIGHTS_FILE),
-            "wall_seconds": round(time.perf_counter() - started, 2),
-            "torch_threads": torch.get_num_threads() if threads is None else threads,
-            "versions": _versions(),
-            "language": language,
-        }
-        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    log.info("focused %s in %.1fs: loss %.3f, held-out accuracy %s -> %s", info.name,
-             report["wall_seconds"], report["final_loss"], before.get("mean"), after.get("mean"))
-    return folder
-
-
 # ------------------------------------------------------------------------------ several models
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size"}
-_FOCUS_ARGS = {"focus_steps": "steps", "focus_lr": "lr", "focus_train_size": "train_size"}
-#: Arguments stage 3 takes over from stage 2's.
-_FOCUS_SHARED = ("out_dir", "seed", "batch_size", "eval_size")
-
-
-def focus_arguments(stage2: Mapping[str, Any], focus: Mapping[str, Any]) -> dict[str, Any]:
-    """Stage 3's keyword arguments: ``focus`` (``steps``, ``lr``, ``train_size``) plus what it
-    shares with stage 2's ``stage2``."""
-    return {**{k: stage2[k] for k in _FOCUS_SHARED if k in stage2}, **focus}
-
-
-def language_stages(name: str, stage2: Mapping[str, Any], focus: Mapping[str, Any] | None,
-                    progress: Progress | None = None) -> Path:
-    """Stages 2 and 3 of one model (stage 3 unless ``focus`` is None or has ``steps`` 0), with
-    one progress count over both."""
-    steps = int(stage2.get("steps", DEFAULT_STEPS))
-    more = 0 if focus is None else int(focus.get("steps", DEFAULT_FOCUS_STEPS))
-    total = steps + more
-
-    def shifted(offset: int) -> Progress | None:
-        if progress is None:
-            return None
-        return lambda s, _t, v: progress(offset + s, total, v)
-
-    folder = pretrain(name, progress=shifted(0), **stage2)
-    if more:
-        folder = pretrain_focus(name, progress=shifted(steps),
-                                **focus_arguments(stage2, dict(focus or {})))
-    return folder
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 
@@ -816,9 +622,8 @@ def pretrain_many(
     vision: bool = True,
     **kwargs: Any,
 ) -> dict[str, Path]:
-    """Every stage: the vision tower (unless ``vision=False`` reuses the cached one), then the
-    language and focus stages of several tiny models, in parallel worker processes when cores
-    allow.
+    """Both stages: the vision tower (unless ``vision=False`` reuses the cached one), then the
+    language stage of several tiny models, in parallel worker processes when cores allow.
 
     Each model trains single-threaded (see :func:`pretrain`), so ``workers`` processes use
     ``workers`` cores and every model gets exactly the weights a lone :func:`pretrain` call
@@ -839,9 +644,7 @@ def pretrain_many(
     **kwargs
         ``out_dir``, ``seed`` (both stages); ``steps``, ``batch_size``, ``lr``,
         ``train_size``, ``eval_size`` (stage 2); ``vision_steps``, ``vision_batch_size``,
-        ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1);
-        ``focus_steps`` (0 skips stage 3), ``focus_lr``, ``focus_train_size`` (stage 3, which
-        also takes ``batch_size`` and ``eval_size``).
+        ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1).
 
     Returns
     -------
@@ -857,15 +660,10 @@ def pretrain_many(
     for name in names:
         if not get_info(name).offline:
             raise ValueError(f"{name} is not a tiny model; pretrain one of {', '.join(TINY_MODELS)}")
-    unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS) - set(_FOCUS_ARGS))
+    unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS))
     if unknown:
         raise TypeError(f"pretrain_many got unexpected argument(s) {unknown}")
     stage2 = {k: v for k, v in kwargs.items() if k in _STAGE2_ARGS and v is not None}
-    focus = {_FOCUS_ARGS[k]: v for k, v in kwargs.items() if k in _FOCUS_ARGS and v is not None}
-    steps = focus.get("steps", DEFAULT_FOCUS_STEPS)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"focus_steps must be an integer >= 0 (0 skips the focus stage), "
-                         f"got {steps!r}")
     results: dict[str, Path] = {}
     if vision:
         stage1 = {_VISION_ARGS[k]: v for k, v in kwargs.items() if k in _VISION_ARGS
@@ -882,14 +680,14 @@ def pretrain_many(
         raise ValueError(f"workers must be >= 1, got {workers}")
     if workers == 1 or len(names) == 1:
         for name in names:
-            results[name] = language_stages(
-                name, stage2, focus, progress=(None if progress is None else
-                                               (lambda s, t, v, n=name: progress(n, s, t, v))))
+            results[name] = pretrain(
+                name, progress=(None if progress is None else
+                                (lambda s, t, v, n=name: progress(n, s, t, v))), **stage2)
         return results
     pending = list(names)
     while pending:
         batch, pending = pending[:workers], pending[workers:]
-        results.update(_run_workers(batch, {**stage2, "focus": focus}, progress))
+        results.update(_run_workers(batch, stage2, progress))
     return results
 
 

@@ -1,6 +1,6 @@
 """The tiny families' pretrained weights, shipped inside the package.
 
-Pretraining both tiny families takes about two hours and a half on two CPU cores (:mod:`drake.models.pretrain`),
+Pretraining both tiny families takes about two hours on two CPU cores (:mod:`drake.models.pretrain`),
 too long for a quickstart or a CI run, so the suite ships its result: ``weights/<name>/`` holds
 what ``drake models pretrain`` (default arguments, seed 0) writes to the model cache. Each
 ``model.safetensors`` is pinned below by its sha256 and checked every time it is loaded; a

@@ -208,11 +208,6 @@ SYNTH_TASKS: Mapping[str, SynthTask] = MappingProxyType(dict([
        "the same generic questions, worded as questions, in the client tasks' answer formats "
        "(choice list, letters, answer ids, a proposed answer to judge, a single word)",
        answer_type="open_ended", metric="token_f1"),
-    _t("synth-public-reason", None, "public", (1, 4),
-       "claims about one to four pictures to judge (an object's colour, fill or size, a "
-       "relation, which shape outnumbers which, what a picture has, every/no picture, equal "
-       "counts, shared backgrounds), a tag's colour and the edit between two pictures",
-       answer_type="open_ended", metric="token_f1"),
     _t("synth-cls", None, "cls", (1, 1),
        "classify colour x fill x shape (192 classes) across six domains",
        answer_type="classification"),

@@ -115,7 +115,6 @@ DEFAULT_KNOBS: Mapping[str, Knobs] = MappingProxyType(
         "synth-public-open": K(objects=(0, 9)),
         "synth-public-multi": K(objects=(0, 9)),
         "synth-public-formats": K(objects=(0, 9)),
-        "synth-public-reason": K(objects=(0, 9)),
         "synth-cls": K(objects=(0, 0)),
         "synth-caption": K(objects=(1, 4)),
     }

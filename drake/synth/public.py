@@ -7,7 +7,7 @@ background and the photo quality, reading bar charts and number tags, and doing 
 across several pictures) and the answer formats the client tasks use, and never a client task's
 question.
 
-Four tasks:
+Three tasks:
 
 * ``synth-public-open``: one picture, one of :data:`SINGLE_FAMILIES`, asked "Tell me ..." with a
   short open answer (a word, a number, a picture number);
@@ -18,15 +18,6 @@ Four tasks:
   Positive/Negative, or a single word), with pictures labelled as the client tasks label them
   ("Image B", "Second image") and picture answers given as those labels. Without it the models
   never produce the client tasks' answer words, and a LoRA spends its budget on the format.
-* ``synth-public-reason``: one of :data:`REASON_FAMILIES`: a claim to judge about one to four
-  pictures (a named object's colour, fill or size; a relation between two objects; which shape
-  outnumbers which; what picture k has; every or no picture has a shape; equal counts in two
-  pictures; a shared background), a tag's colour, or the edit that turns one picture into
-  another (in the edit words of the client tasks). Half are asked "Tell me if ..." (yes/no),
-  half shown as a statement to judge True/False, Yes/No or Positive/Negative (or, for the two
-  open families, as options). True and false claims are about equally likely, and false
-  attribute claims borrow another object's value, so only the look-up decides. Pretraining's
-  focus stage (:func:`drake.models.pretrain.pretrain_focus`) trains mostly on it.
 
 The family is drawn uniformly. Scenes that a question looks objects up in hold pairwise distinct
 shapes and colours, so "the triangle" or "the red shape" names exactly one object. The ``objects``
@@ -44,16 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
-from drake.synth.common import (
-    RELATIONS,
-    Ctx,
-    Draft,
-    alternative_edit,
-    apply_edit,
-    random_edit,
-    random_objects,
-    relation_holds,
-)
+from drake.synth.common import Ctx, Draft, random_objects
 from drake.synth.relation import DEMON_CHOOSE
 from drake.synth.scene import (
     COLOURS,
@@ -574,256 +556,13 @@ def public_multi(ctx: Ctx) -> Draft:
     return pick(ctx.rng, tuple(MULTI_FAMILIES.values()))(ctx)
 
 
-# ---------------------------------------------------------------------------------------------
-# synth-public-reason: judging statements about one or several pictures, and naming an edit
-
-_R = MappingProxyType({
-    "ask": "Tell me if {claim}",
-    "attr": "the {shape} is {value}.",
-    "relation": "the {a} is {rel} the {b}.",
-    "more": "there are more {s1} than {s2}.",
-    "has": "{pic} {k} has {thing}.",
-    "every": "every {pic} has {thing}.",
-    "none": "no {pic} has {thing}.",
-    "same_count": "the two {pics} have the same number of {shapes}.",
-    "same_background": "the {pics} have the same kind of background.",
-    "tag_colour": "Tell me the colour of the shape with tag {tag}.",
-    "edit": "Tell me what to do to turn {pic} 1 into {pic} 2.",
-    "statement": "Statement: {claim}",
-})
-"""Templates of ``synth-public-reason``. A claim is asked as "Tell me if <claim>" (answer yes or
-no) or shown as a statement to judge in a client format (True/False, Yes/No, Positive/Negative)."""
-
-_R_Q = MappingProxyType({**_R, "tag_colour": "Which colour does the shape with tag {tag} have?",
-                         "edit": "Which instruction does turn {pic} 1 into {pic} 2?"})
-
-
-def _claim(ctx: Ctx, scenes: Sequence[Scene], claim: str, truth: bool, family: str) -> Draft:
-    """A yes/no draft whose ``meta["claim"]`` keeps the bare statement for the judged format."""
-    return Draft(list(scenes), claim, _T["yes"] if truth else _T["no"], (),
-                 meta={"family": family, "claim": claim[0].upper() + claim[1:]})
-
-
-def _thing(rng, objs: Sequence[Obj]) -> tuple[str, Callable[[Obj], bool]]:
-    """A phrase naming a kind of object ("a red object", "a star", "a striped object") and its
-    test, drawn from ``objs`` or not."""
-    kind = pick(rng, ("colour", "shape", "fill"))
-    pool = {"colour": COLOURS, "shape": SHAPES, "fill": FILLS}[kind]
-    value = getattr(pick(rng, objs), kind) if objs and coin(rng) else pick(rng, pool)
-    phrase = f"a {value}" if kind == "shape" else f"a {value} object"
-    return phrase, lambda o, k=kind, v=value: getattr(o, k) == v
-
-
-def check_attr(ctx: Ctx, t: Mapping[str, str] = _R) -> Draft:
-    """Whether a named object has a colour, fill or size; a false value is another object's
-    when the scene has one (the look-up must find the right object)."""
-    rng = ctx.rng
-    objs = distinct_objects(ctx, 1, 4)
-    o = pick(rng, objs)
-    kind = pick(rng, ("colour", "fill", "size"))
-    pool = {"colour": COLOURS, "fill": FILLS, "size": SIZES}[kind]
-    truth = coin(rng)
-    value = getattr(o, kind)
-    if not truth:
-        others = [getattr(x, kind) for x in objs if getattr(x, kind) != value]
-        value = pick(rng, others) if others and coin(rng, 0.7) else pick(
-            rng, [v for v in pool if v != value])
-    name = o.shape if kind == "colour" else f"{o.colour} {o.shape}"
-    claim = t["attr"].format(shape=name, value=value)
-    return _claim(ctx, [Scene(tuple(objs), ctx.domain())], claim, truth, "check_attr")
-
-
-def check_relation(ctx: Ctx, t: Mapping[str, str] = _R) -> Draft:
-    """Whether one object is left of, right of, above or below another (strictly another
-    column or row of the grid); true and false claims are equally likely."""
-    rng = ctx.rng
-    objs = list(arrange(rng, distinct_objects(ctx, 2, 5)))
-    if len(objs) < 2:
-        return check_attr(ctx, t)
-    truth = coin(rng)
-    pairs = [(a, b, rel) for a in objs for b in objs if a is not b for rel in RELATIONS
-             if relation_holds(a, b, rel) == truth]
-    if not pairs:  # off-grid objects sharing a cell: no relation holds
-        return _claim(ctx, [Scene(tuple(objs), ctx.domain())], t["relation"].format(
-            a=f"{objs[0].colour} {objs[0].shape}", rel=pick(rng, RELATIONS),
-            b=f"{objs[1].colour} {objs[1].shape}"), False, "check_relation")
-    a, b, rel = pick(rng, pairs)
-    claim = t["relation"].format(a=f"{a.colour} {a.shape}", rel=rel, b=f"{b.colour} {b.shape}")
-    return _claim(ctx, [Scene(tuple(objs), ctx.domain())], claim, truth, "check_relation")
-
-
-def check_more(ctx: Ctx, t: Mapping[str, str] = _R) -> Draft:
-    """Whether one shape outnumbers another in the picture."""
-    rng = ctx.rng
-    s1, s2 = sample(rng, SHAPES, 2)
-    n1, n2 = (int(v) for v in rng.choice(4, size=2, replace=False))
-    objs = [Obj(s, c, pick(rng, SIZES), pick(rng, FILLS))
-            for s, n in ((s1, n1), (s2, n2)) for c in sample(rng, COLOURS, n)]
-    objs += random_objects(rng, ctx.n_objects(0, 2), shapes=[x for x in SHAPES if x not in (s1, s2)])
-    scene = Scene(arrange(rng, shuffled(rng, objs)), ctx.domain())
-    claim = t["more"].format(s1=plural(s1), s2=plural(s2))
-    return _claim(ctx, [scene], claim, n1 > n2, "check_more")
-
-
-def _picture_scenes(ctx: Ctx, n: int) -> list[Scene]:
-    domain = ctx.domain()
-    return [Scene(arrange(ctx.rng, random_objects(ctx.rng, ctx.n_objects(1, 3))), domain)
-            for _ in range(n)]
-
-
-def check_has(ctx: Ctx, t: Mapping[str, str] = _R, pic: str = "picture") -> Draft:
-    """Whether picture k has a kind of object."""
-    rng = ctx.rng
-    scenes = _picture_scenes(ctx, _picture_count(ctx))
-    k = int(rng.integers(len(scenes)))
-    thing, test = _thing(rng, [o for s in scenes for o in s.objects])
-    claim = t["has"].format(pic=pic, k=k + 1, thing=thing)
-    return _claim(ctx, scenes, claim, any(map(test, scenes[k].objects)), "check_has")
-
-
-def check_every(ctx: Ctx, t: Mapping[str, str] = _R, pic: str = "picture") -> Draft:
-    """Whether every picture (or no picture) has a kind of object; about half the samples put
-    it in all pictures but one, or in exactly one."""
-    rng = ctx.rng
-    n = _picture_count(ctx)
-    shape_ = pick(rng, SHAPES)
-    every = coin(rng)
-    holds = [coin(rng, 0.85 if every else 0.15) for _ in range(n)]
-    scenes = []
-    for h in holds:
-        objs = random_objects(rng, ctx.n_objects(0, 2), shapes=[x for x in SHAPES if x != shape_])
-        if h:
-            objs.append(Obj(shape_, pick(rng, COLOURS), pick(rng, SIZES), pick(rng, FILLS)))
-        scenes.append(Scene(arrange(rng, shuffled(rng, objs)), ctx.domain()))
-    key = "every" if every else "none"
-    claim = t[key].format(pic=pic, thing=f"a {shape_}")
-    truth = all(holds) if every else not any(holds)
-    return _claim(ctx, scenes, claim, truth, "check_every")
-
-
-def check_same_count(ctx: Ctx, t: Mapping[str, str] = _R, pic: str = "picture") -> Draft:
-    """Whether two pictures have equally many of a shape."""
-    rng = ctx.rng
-    s = pick(rng, SHAPES)
-    first = int(rng.integers(0, 4))
-    counts = [first, first if coin(rng) else int(rng.choice([c for c in range(4) if c != first]))]
-    scenes = []
-    for n in counts:
-        objs = [Obj(s, c, pick(rng, SIZES), pick(rng, FILLS)) for c in sample(rng, COLOURS, n)]
-        objs += random_objects(rng, ctx.n_objects(0, 2), shapes=[x for x in SHAPES if x != s])
-        scenes.append(Scene(arrange(rng, shuffled(rng, objs)), ctx.domain()))
-    claim = t["same_count"].format(pics=f"{pic}s", shapes=plural(s))
-    return _claim(ctx, scenes, claim, counts[0] == counts[1], "check_same_count")
-
-
-def check_background(ctx: Ctx, t: Mapping[str, str] = _R, pic: str = "picture") -> Draft:
-    """Whether two or three pictures share their background."""
-    rng = ctx.rng
-    n = int(rng.integers(2, 4))
-    same = coin(rng)
-    first = ctx.domain()
-    domains = [first] * n if same else [first, *(pick(rng, [d for d in ctx.domains if d != first])
-                                                 for _ in range(n - 1))]
-    scenes = [Scene(arrange(rng, random_objects(rng, ctx.n_objects(1, 3))), d)
-              for d in shuffled(rng, domains)]
-    claim = t["same_background"].format(pics=f"{pic}s")
-    return _claim(ctx, scenes, claim, same, "check_background")
-
-
-def tag_colour(ctx: Ctx, t: Mapping[str, str] = _R) -> Draft:
-    """The colour of the shape that carries a tag."""
-    rng = ctx.rng
-    objs = distinct_objects(ctx, 2, 4)
-    objs = [replace(o, size="large", r=RADIUS["large"], label=str(n))
-            for o, n in zip(arrange(rng, objs), sample(rng, range(1, 10), len(objs)))]
-    o = pick(rng, objs)
-    return _one(ctx, objs, t["tag_colour"].format(tag=o.label), o.colour, "tag_colour")
-
-
-def name_edit(ctx: Ctx, t: Mapping[str, str] = _R, pic: str = "picture") -> Draft:
-    """The edit that turns the first picture into the second, in the client tasks' edit words;
-    ``meta["alternatives"]`` holds edits of the same scene that lead elsewhere (the
-    distractors of the judged formats)."""
-    rng = ctx.rng
-    objs = list(arrange(rng, distinct_objects(ctx, 1, 4)))
-    edit = random_edit(rng, objs)
-    after = apply_edit(objs, edit)
-    alternatives = []
-    for _ in range(3):
-        other = alternative_edit(rng, objs, edit)
-        if other.text not in alternatives:
-            alternatives.append(other.text)
-    domain = ctx.domain()
-    scenes = [Scene(tuple(objs), domain), Scene(tuple(after), domain)]
-    meta = {"family": "name_edit", "alternatives": alternatives}
-    return Draft(scenes, t["edit"].format(pic=pic), edit.text, (), meta=meta)
-
-
-REASON_FAMILIES: Mapping[str, Callable[..., Draft]] = MappingProxyType({
-    f.__name__: f for f in (check_attr, check_relation, check_more, check_has, check_every,
-                            check_same_count, check_background, tag_colour, name_edit)})
-#: Families of ``synth-public-reason`` that show several pictures (and name them).
-REASON_MULTI = ("check_has", "check_every", "check_same_count", "check_background", "name_edit")
-#: Ways a claim is judged in ``synth-public-reason``'s format half.
-_JUDGE = ("decide", "judge_positive")
-
-
-def public_reason(ctx: Ctx) -> Draft:
-    """synth-public-reason: a claim about one to four pictures to judge, or a tag's colour, or
-    the edit between two pictures. Half the samples ask "Tell me ..." with pictures labelled
-    "Picture k:"; the other half use the client formats: claims become a statement judged
-    True/False, Yes/No or Positive/Negative, and the two open families a choice list, lettered
-    options or a proposed answer, with pictures labelled "Image k:"."""
-    rng = ctx.rng
-    name, family = pick(rng, tuple(REASON_FAMILIES.items()))
-    judged = coin(rng)
-    multi = name in REASON_MULTI
-    kwargs = {"pic": "image" if judged else "picture"} if multi else {}
-    draft = family(ctx, _R_Q if judged else _R, **kwargs)
-    n = len(draft.scenes)
-    if judged:
-        lines = [_F["number"].format(k=k + 1, image=IMAGE) for k in range(n)] if multi else [IMAGE]
-    else:
-        lines = [_T["picture"].format(k=k + 1, image=IMAGE) for k in range(n)] if multi else [IMAGE]
-    meta = {"family": draft.meta["family"], "asked": "judged" if judged else "open"}
-    if "claim" in draft.meta:
-        if not judged:
-            text, gold = _R["ask"].format(claim=draft.prompt), draft.answer
-        else:
-            verdict = pick(rng, VERDICTS)
-            judge = "judge_positive" if verdict[0] == "Positive" else "decide"
-            text = "\n".join([_R["statement"].format(claim=draft.meta["claim"]),
-                              f"{_F[judge]}\n{choice_list(verdict)}"])
-            gold = verdict[0] if draft.answer == _T["yes"] else verdict[1]
-    else:
-        question = draft.prompt.rsplit("\n", 1)[-1]
-        if not judged:
-            text, gold = question, draft.answer
-        else:
-            pool = draft.meta.get("alternatives") or [
-                other.answer for other in (family(ctx, _R_Q) for _ in range(DISTRACTOR_DRAWS))
-                if other.answer != draft.answer]
-            options = shuffled(rng, [draft.answer, *sample(rng, list(dict.fromkeys(pool)),
-                                                           min(3, len(set(pool))))])
-            asked = _F["question"].format(question=question)
-            fmt = pick(rng, ("choice", "letter"))
-            if fmt == "choice":
-                text, gold = f"{asked} {_F['choose']}\n{choice_list(options)}", draft.answer
-            else:
-                text = f"{asked}\n{letter_options(options)}"
-                gold = LETTERS[options.index(draft.answer)]
-    return Draft(list(draft.scenes), "\n".join([*lines, text]), gold, (), meta=meta)
-
-
 GENERATORS: Mapping[str, Callable[[Ctx], Draft]] = MappingProxyType({
     "synth-public-open": public_open,
     "synth-public-multi": public_multi,
     "synth-public-formats": public_formats,
-    "synth-public-reason": public_reason,
 })
 
-TEXTS: tuple[str, ...] = (*_T.values(), *_Q.values(), *_F.values(), *_R.values(),
-                          *_R_Q.values(), *QUALITY_WORDS.values(),
+TEXTS: tuple[str, ...] = (*_T.values(), *_Q.values(), *_F.values(), *QUALITY_WORDS.values(),
                           *STATE_WORDS.values(), *SIDE_WORDS, *DOMAINS, *ORDINALS,
                           *(o.capitalize() for o in ORDINALS), *VERDICTS[2])
 """Every literal word of the public split (part of :func:`drake.synth.vocabulary`)."""

@@ -37,16 +37,14 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     args = _parser().parse_args([
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
-        "--focus-steps", "3", "--cache-dir", str(tmp_path),
+        "--cache-dir", str(tmp_path),
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
-    assert "tiny-llava-qwen: 2 language steps + 3 focus steps" in out
-    assert "held-out public accuracy" in out
-    assert "tiny-vision: 2 vision steps" in out and "held-out accuracy" in out and "colour" in out
+    assert "tiny-llava-qwen: 2 steps" in out and "held-out public accuracy" in out
+    assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
-    assert report["steps"] == 3 and report["batch_size"] == 2 and report["stage"] == "focus"
-    assert report["language"]["steps"] == 2
+    assert report["steps"] == 2 and report["batch_size"] == 2
     args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
     args.func(args)
     assert "yes (pretrained in the cache)" in capsys.readouterr().out

@@ -13,7 +13,7 @@ import torch
 from safetensors import safe_open
 
 from drake.models import load_model, pretrain
-from drake.models.pretrain import pretrain_focus, pretrain_vision, public_tasks
+from drake.models.pretrain import pretrain_vision, public_tasks
 
 MICRO = {"steps": 3, "batch_size": 2, "train_size": 8, "eval_size": 4}
 VISION = {"steps": 3, "batch_size": 2, "pictures": 6, "eval_pictures": 6}
@@ -177,63 +177,12 @@ def test_parallel_workers_give_the_same_weights(tmp_path):
     folders = pretrain_many(["tiny-llava-llama", "tiny-llava-qwen"], workers=2,
                             out_dir=tmp_path / "par", seed=1, progress=lambda *a: seen.append(a),
                             vision_steps=3, vision_batch_size=2, vision_pictures=6,
-                            vision_eval_pictures=6, focus_steps=4, focus_train_size=8,
-                            **{**MICRO, "steps": 10})
+                            vision_eval_pictures=6, **{**MICRO, "steps": 10})
     folders.pop("tiny-vision")
     alone_root = _with_vision(tmp_path / "par", tmp_path / "alone")
-    pretrain("tiny-llava-llama", out_dir=alone_root, seed=1, **{**MICRO, "steps": 10})
-    alone = pretrain_focus("tiny-llava-llama", out_dir=alone_root, seed=1, steps=4,
-                           train_size=8, batch_size=2, eval_size=4)
+    alone = pretrain("tiny-llava-llama", out_dir=alone_root, seed=1, **{**MICRO, "steps": 10})
     assert set(folders) == {"tiny-llava-llama", "tiny-llava-qwen"}
     assert ((folders["tiny-llava-llama"] / "model.safetensors").read_bytes()
             == (alone / "model.safetensors").read_bytes())
     assert {name for name, *_ in seen} == set(folders) | {"tiny-vision"}
     assert all(step <= total for _, step, total, _ in seen)
-    # one count over the language and focus stages of each model
-    assert {total for name, _, total, _ in seen if name != "tiny-vision"} == {14}
-
-
-def test_focus_stage_continues_the_language_stage(two_runs, tmp_path):
-    """Stage 3 reads stage 2's model, writes its own with stage 2's report kept inside, is
-    deterministic, and refuses a folder it already focused or one without stage 2."""
-    runs = []
-    for k in range(2):
-        root = tmp_path / f"r{k}"
-        shutil.copytree(two_runs[0], root / "tiny-llava-llama")
-        runs.append(pretrain_focus("tiny-llava-llama", out_dir=root, seed=1, steps=3,
-                                   batch_size=2, train_size=8, eval_size=4))
-    a, b = runs
-    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
-    assert (a / "model.safetensors").read_bytes() != (
-        two_runs[0] / "model.safetensors").read_bytes()
-    report = json.loads((a / "pretrain_report.json").read_text())
-    language = json.loads((two_runs[0] / "pretrain_report.json").read_text())
-    assert report["stage"] == "focus" and report["language"] == language
-    assert report["steps"] == 3 and report["train_samples"] == 8
-    assert report["weights_sha256"] == hashlib.sha256(
-        (a / "model.safetensors").read_bytes()).hexdigest()
-    assert load_model("tiny-llava-llama", cache_dir=tmp_path / "r0").model is not None
-    with pytest.raises(ValueError, match="already focused"):
-        pretrain_focus("tiny-llava-llama", out_dir=tmp_path / "r0", steps=1, train_size=4,
-                       eval_size=0)
-    with pytest.raises(FileNotFoundError, match="drake models pretrain"):
-        pretrain_focus("tiny-llava-llama", out_dir=tmp_path / "none", steps=1)
-
-
-def test_focus_stage_draws_new_samples_of_its_shares():
-    from drake.models.pretrain import FOCUS_SHARES, FOCUS_START, _shares
-
-    counts = _shares(40, FOCUS_SHARES)
-    assert sum(counts.values()) == 40 and set(counts) == set(FOCUS_SHARES)
-    assert abs(sum(FOCUS_SHARES.values()) - 1) < 1e-9
-    # past every index stage 2 reads (its full and easy pools end below its train size)
-    from drake.models.pretrain import DEFAULT_TRAIN_SIZE
-
-    assert FOCUS_START > 2 * DEFAULT_TRAIN_SIZE
-
-
-def test_pretrain_many_checks_focus_steps(tmp_path):
-    from drake.models.pretrain import pretrain_many
-
-    with pytest.raises(ValueError, match="focus_steps"):
-        pretrain_many(["tiny-llava-llama"], out_dir=tmp_path, vision=False, focus_steps=-1)
