@@ -90,3 +90,16 @@ def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
     reports = [json.loads((SHIPPED_ROOT / n / "pretrain_report.json").read_text())
                for n in TINY_MODELS]
     assert len({r["vision_sha256"] for r in reports}) == 1  # one tower for both families
+
+
+def test_the_synth_vocabulary_is_the_shipped_tokenizers():
+    """New drake-synth words would change the tiny models' embedding tables: the shipped weights
+    would no longer load. Templates must reuse the words the shipped tokenizers know."""
+    from drake.models.tiny import synth_vocabulary
+    from drake.models.tokenizer import build_tokenizer
+
+    built = build_tokenizer(synth_vocabulary()).get_vocab()
+    for name in TINY_MODELS:
+        shipped = json.loads((SHIPPED_ROOT / name / "tokenizer.json").read_text())
+        extra = sorted(set(built) - set(shipped["model"]["vocab"]))
+        assert built == shipped["model"]["vocab"], f"words the shipped {name} lacks: {extra[:20]}"
