@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -240,18 +241,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f for f in Path(out).glob("results-*.json") if f.is_file())
     views = [json.loads(f.read_text(encoding="utf-8")) for f in files]
     heads = {"self_a_last": "Self A_last", "self_a_auc": "Self A_AUC",
-             "others_a_last": "Others A_last", "others_a_auc": "Others A_AUC"}
+             "others_a_last": "Others A_last", "others_a_auc": "Others A_AUC",
+             "google_bleu": "GBLEU", "bertscore_f1": "BERTScore", "rougeLsum": "ROUGE-Lsum",
+             "meteor": "METEOR", "bleu": "BLEU"}
     tables: dict[tuple[str, ...], Table] = {}
-    for res in views:
+    # several views share their scenario's prefix ("quantity-skew-"): the title holds it once
+    wheres = [res["scenario"]["name"] for res in views]
+    shared = os.path.commonprefix(wheres) if len(views) > 1 else ""
+    shared = shared[: shared.rfind("-") + 1]
+    for res, where in zip(views, wheres):
         m = res["metrics"]
         names = (("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
                  if res["protocol"] == "self_others" else tuple(m))
-        where = res["scenario"]["name"]
+        where = where[len(shared):] if len(views) > 1 else where
         if names not in tables:
-            title = (f"{res['benchmark']['name']}{'' if len(views) > 1 else ' / ' + where} "
+            scope = f" / {shared.rstrip('-')}" if shared else ""
+            title = (f"{res['benchmark']['name']}{scope if len(views) > 1 else ' / ' + where} "
                      f"(seed {args.seed}, protocol {res['protocol']}; {settings_caption(res)})")
-            tables[names] = Table("method", *(heads.get(k, k) for k in names), title=title)
-        tables[names].add_row(f"{args.method} · {where}" if len(views) > 1 else args.method,
+            table = tables[names] = Table("method", title=title)
+            if len(views) > 1:  # the view's name in full: it says which model on which rows
+                table.add_column("view", no_wrap=True)
+            for k in names:
+                table.add_column(heads.get(k, k))
+        tables[names].add_row(args.method, *([where] if len(views) > 1 else []),
                               *(f"{m[k]:.2f}" for k in names))
     for table in tables.values():
         Console().print(table)
