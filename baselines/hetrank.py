@@ -15,8 +15,14 @@ methods differ in the server's rule:
   ``A ← γ A + (1 − γ) A_g``, when ``γ`` is below a threshold (0.95), one layer per round.
 * **HetLoRA** (Cho et al. 2024), :func:`norm_weighted`: zero-pad every client to ``r_g`` and
   average with weights proportional to the Frobenius norm of each client's ``B_k A_k``, module by
-  module ("sparsity-weighted aggregation"). Its rank self-pruning is not implemented (the public
-  FediLoRA code that runs it as a baseline has none either).
+  module ("sparsity-weighted aggregation"). Plus local rank self-pruning,
+  :func:`tail_penalty`: local training adds ``λ Σ_modules ‖B[:, t:r]‖_F ‖A[t:r]‖_F`` over the
+  tail ``t = ⌊γ r⌋`` of the client's current rank ``r``; when the tail's norm is smaller after
+  training than before, the client prunes it (``r ← ⌊γ r⌋``, the tail zeroed) and keeps the
+  smaller rank in later rounds (λ 1e-3, γ 0.99 as the reimplementations the reference notes
+  list; the public FediLoRA code runs HetLoRA without pruning, ``prune=False``). The penalty
+  keeps its gradient (one public reimplementation computes it on detached data, so it never
+  acts).
 * **FLoRA** (Wang et al. 2024), :func:`stack`: the server stacks the clients' LoRAs,
   ``A = [p_1 A_1; …; p_K A_K]`` and ``B = [B_1 … B_K]``, so that ``B A = Σ_k p_k B_k A_k``
   exactly, sends the stack, and every client merges ``s B A`` into its base weights (``s`` the
@@ -56,8 +62,8 @@ from baselines.base import (
 )
 
 __all__ = ["FEDILORA_RANKS", "FLORA_RANKS", "FLoRA", "FediLoRA", "FlexLoRA", "HetLoRA",
-           "dimension_wise", "edit_least_similar", "modules", "norm_weighted", "pad", "stack",
-           "svd_redistribute", "truncate"]
+           "dimension_wise", "edit_least_similar", "modules", "norm_weighted", "pad",
+           "pruned_rank", "stack", "svd_redistribute", "tail_norms", "tail_penalty", "truncate"]
 
 #: FediLoRA's client ranks (its code's default for 10 clients).
 FEDILORA_RANKS = (32, 32, 16, 16, 8, 8, 4, 4, 4, 4)
@@ -206,6 +212,26 @@ def edit_least_similar(local: Mapping[str, torch.Tensor], global_: Mapping[str, 
     return out, layer, gamma
 
 
+def tail_norms(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], r: int, gamma: float
+               ) -> torch.Tensor:
+    """HetLoRA's tail penalty before λ: ``Σ_modules ‖B[:, t:r]‖_F ‖A[t:r]‖_F`` with
+    ``t = ⌊γ r⌋``, over ``(A, B)`` pairs (differentiable)."""
+    t = pruned_rank(r, gamma)
+    return sum(torch.linalg.matrix_norm(b[:, t:r]) * torch.linalg.matrix_norm(a[t:r])
+               for a, b in pairs)
+
+
+def tail_penalty(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], r: int, gamma: float,
+                 lam: float) -> torch.Tensor:
+    """``λ ·`` :func:`tail_norms`, the self-pruning regulariser added to the local loss."""
+    return lam * tail_norms(pairs, r, gamma)
+
+
+def pruned_rank(r: int, gamma: float) -> int:
+    """``⌊γ r⌋``, at least 1 (a client never prunes its last rank component)."""
+    return max(1, math.floor(gamma * r))
+
+
 def _ranks(value) -> tuple[int, ...]:
     if isinstance(value, str):
         named = {"fedilora": FEDILORA_RANKS, "flora": FLORA_RANKS}
@@ -248,14 +274,19 @@ class _HetRank(Method):
         """Activation weight giving client ``cid`` the scale alpha / r_k on a rank-r_g adapter."""
         return self.top / self.rank(cid)
 
+    def client_rank(self, client) -> int:
+        """The rank client ``client`` trains at now (its assigned rank unless it pruned)."""
+        return self.rank(client.id)
+
     def _mask(self, client) -> State:
         """Zero the client's adapter beyond its rank; return its rank-r_k state."""
-        own = truncate(client.get(LOCAL), self.rank(client.id))
+        own = truncate(client.get(LOCAL), self.client_rank(client))
         client.set(LOCAL, pad(own, self.top))
         return own
 
     def receive(self, client, message: Payload) -> None:
-        client.set(LOCAL, pad(truncate(message.tensors[LOCAL], self.rank(client.id)), self.top))
+        client.set(LOCAL, pad(truncate(message.tensors[LOCAL], self.client_rank(client)),
+                              self.top))
 
     def local_train(self, client) -> Payload:
         self._mask(client)
@@ -263,11 +294,15 @@ class _HetRank(Method):
         total = 0.0
         for _ in range(client.steps):
             loss = client.loss(client.next_batch(), [LOCAL], weight)
-            client.step(LOCAL, loss)
+            client.step(LOCAL, loss + self._regulariser(client))
             total += float(loss.detach())
         own = self._after_training(client, self._mask(client))
         return Payload({LOCAL: own}, {"loss": total / client.steps if client.steps else 0.0,
-                                      "rank": self.rank(client.id)})
+                                      "rank": self.client_rank(client)})
+
+    def _regulariser(self, client) -> torch.Tensor | float:
+        """A term added to the local loss (none by default)."""
+        return 0.0
 
     def _after_training(self, client, own: State) -> State:
         """The upload of client ``client`` (rank-r_k state) after local training."""
@@ -349,9 +384,64 @@ class FediLoRA(_HetRank):
 
 @register
 class HetLoRA(_HetRank):
-    """HetLoRA: zero padding, sparsity (‖B A‖_F) weighted aggregation, truncation."""
+    """HetLoRA: zero padding, sparsity (‖B A‖_F) weighted aggregation, truncation, and local
+    rank self-pruning (``prune``, ``lam`` λ, ``gamma`` γ; see the module docstring).
+
+    A client's current rank lives in its own state (``client.state["rank"]``); messages are
+    truncated to it on arrival. The scale stays ``alpha / r_k`` of the assigned rank, so pruning
+    removes components without rescaling the rest."""
 
     name = "hetlora"
+
+    def __init__(self, lr: float = 1e-3, prune: bool = True, lam: float = 1e-3,
+                 gamma: float = 0.99, **hp) -> None:
+        if not 0 < float(gamma) < 1 or float(lam) < 0:
+            raise ValueError(f"HetLoRA needs 0 < gamma < 1 and lam >= 0, got gamma {gamma!r}, "
+                             f"lam {lam!r}")
+        super().__init__(lr=lr, prune=bool(prune), lam=float(lam), gamma=float(gamma), **hp)
+        self.prune, self.lam, self.gamma = bool(prune), float(lam), float(gamma)
+
+    def client_rank(self, client) -> int:
+        if "rank" in client.state:
+            return int(client.state["rank"])
+        return self.rank(client.id)
+
+    def _pairs(self, client) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The live (A, B) parameters of the client's adapter, module by module (peft orders
+        each module's lora_A before its lora_B)."""
+        params = client.params(LOCAL)
+        pairs = list(zip(params[0::2], params[1::2]))
+        if len(params) % 2 or any(a.shape[0] != self.top or b.shape[1] != self.top
+                                  for a, b in pairs):
+            raise ValueError(f"{self.name}: the adapter's parameters are not (lora_A, lora_B) "
+                             f"pairs of rank {self.top}")
+        return pairs
+
+    def local_train(self, client) -> Payload:
+        if self.prune:
+            with torch.no_grad():
+                client.state["tail_before"] = tail_norms(self._pairs(client),
+                                                         self.client_rank(client), self.gamma)
+        return super().local_train(client)
+
+    def _regulariser(self, client):
+        if not self.prune:
+            return 0.0
+        return tail_penalty(self._pairs(client), self.client_rank(client), self.gamma, self.lam)
+
+    def _after_training(self, client, own: State) -> State:
+        before = client.state.pop("tail_before", None)
+        r = self.client_rank(client)
+        if not self.prune or before is None:
+            return own
+        with torch.no_grad():
+            after = tail_norms(self._pairs(client), r, self.gamma)
+        if float(after) < float(before) and pruned_rank(r, self.gamma) < r:
+            r = pruned_rank(r, self.gamma)
+            client.state["rank"] = torch.tensor(r)
+            own = truncate(own, r)
+            client.set(LOCAL, pad(own, self.top))
+        return own
 
     def _combine(self, states, infos):
         return norm_weighted(states)

@@ -225,3 +225,99 @@ def test_flora_merges_each_round_into_the_base_once_and_again_after_a_resume():
     again.load_server_state(saved)
     base2 = model2.base_model.model.get_submodule(name).base_layer.weight
     assert torch.allclose(base2, base, atol=1e-6)
+
+
+def test_hetlora_tail_penalty_by_hand_and_its_gradient_reaches_the_tail_only():
+    from baselines.hetrank import pruned_rank, tail_norms, tail_penalty
+
+    assert [pruned_rank(r, 0.99) for r in (32, 8, 4, 1)] == [31, 7, 3, 1]
+    assert pruned_rank(4, 0.5) == 2
+    # rank 4, gamma 0.5: the tail is components 2 and 3
+    a = torch.zeros(4, 3, requires_grad=False)
+    a.data[2, 0], a.data[3, 1] = 1.0, 2.0  # ‖A[2:4]‖ = √5
+    b = torch.zeros(2, 4)
+    b.data[0, 2], b.data[1, 3] = 3.0, 4.0  # ‖B[:, 2:4]‖ = 5
+    a.data[0, 0], b.data[0, 0] = 7.0, 9.0  # outside the tail: ignored
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    a2, b2 = torch.ones(4, 1), torch.ones(1, 4)  # second module: √2 · √2
+    assert float(tail_norms([(a, b), (a2, b2)], 4, 0.5).detach()) == pytest.approx(
+        5 * math.sqrt(5) + 2)
+    penalty = tail_penalty([(a, b)], 4, 0.5, lam=0.1)
+    assert float(penalty.detach()) == pytest.approx(0.5 * math.sqrt(5))
+    penalty.backward()
+    # d/dA (λ ‖B_t‖ ‖A_t‖) = λ ‖B_t‖ A_t / ‖A_t‖ on the tail rows, zero elsewhere
+    expect = torch.zeros(4, 3)
+    expect[2:] = 0.1 * 5 * a.detach()[2:] / math.sqrt(5)
+    assert torch.allclose(a.grad, expect)
+    assert float(b.grad[:, :2].abs().sum()) == 0.0 and float(b.grad[:, 2:].abs().sum()) > 0
+
+
+class _PruneClient:
+    """The parts of a client HetLoRA's pruning touches: one module's live (A, B), its state."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor) -> None:
+        self.id, self.state = 0, {}
+        self.a, self.b = torch.nn.Parameter(a.clone()), torch.nn.Parameter(b.clone())
+
+    def params(self, name):
+        return [self.a, self.b]
+
+    def get(self, name):
+        return lora(self.a.detach().clone(), self.b.detach().clone())
+
+    def set(self, name, state):
+        with torch.no_grad():
+            self.a.copy_(state[f"{M}.lora_A.weight"])
+            self.b.copy_(state[f"{M}.lora_B.weight"])
+
+
+@pytest.mark.parametrize("shrinks", [True, False])
+def test_hetlora_prunes_its_tail_only_when_the_tail_shrank(shrinks):
+    from baselines.hetrank import HetLoRA
+
+    method = HetLoRA(ranks=[4], gamma=0.5)
+    client = _PruneClient(torch.ones(4, 3), torch.ones(2, 4))
+    # the rule is _after_training's, given the tail norm local_train records first
+    client.state["tail_before"] = torch.tensor(10.0 if shrinks else 0.1)
+    own = method._after_training(client, truncate(client.get("local"), 4))
+    if shrinks:  # ‖B_t‖ ‖A_t‖ = 2 · √6 < 10: rank 4 -> 2, the tail zeroed on the client
+        assert method.client_rank(client) == 2 and int(client.state["rank"]) == 2
+        assert own[f"{M}.lora_A.weight"].shape == (2, 3)
+        assert float(client.a[2:].abs().sum()) == 0 and float(client.b[:, 2:].abs().sum()) == 0
+    else:
+        assert method.client_rank(client) == 4 and "rank" not in client.state
+        assert own[f"{M}.lora_A.weight"].shape == (4, 3)
+    assert "tail_before" not in client.state
+    # a later message is cut at the client's current rank
+    method.receive(client, Payload({"local": lora(torch.full((4, 3), 5.0),
+                                                  torch.full((2, 4), 5.0))}))
+    kept = 2 if shrinks else 4
+    assert float(client.a[:kept].min()) == 5.0 and float(client.a[kept:].abs().sum()) == 0
+
+
+def test_hetlora_self_pruning_runs_and_lowers_ranks(caption, tmp_path, capsys):
+    """Three rounds with a strong tail penalty: clients prune (the checkpoint holds their
+    smaller ranks and adapters zero beyond them); with prune=false nobody does."""
+    from safetensors.torch import load_file
+
+    from drake.cli import main
+
+    ranks = {}
+    for prune in ("true", "false"):
+        out = tmp_path / prune
+        argv = ["eval", "--method", "hetlora", "--data", str(caption), "--benchmark",
+                "synth-caption", "--scenario", "quantity-skew-local", "--rounds", "3",
+                "--local-steps", "2", "--eval-per-task", "2", "--hp", "ranks=[8,4]",
+                "--hp", "gamma=0.5", "--hp", "lam=10", "--hp", f"prune={prune}",
+                "--out", str(out)]
+        assert main(argv) == 0, capsys.readouterr().err
+        flat = load_file(str(next((out / "checkpoint").rglob("*.safetensors"))))
+        ranks[prune] = {int(k.split("/")[1]): int(v) for k, v in flat.items()
+                        if k.startswith("client/") and k.endswith("/state/rank")}
+        for cid, r in ranks[prune].items():
+            a = [v for k, v in flat.items() if k.startswith(f"client/{cid}/adapter/local/")
+                 and ".lora_A." in k]
+            assert a and all(t[r:].abs().sum() == 0 for t in a)
+    assert ranks["false"] == {}
+    assert ranks["true"] and all(r < (8, 4)[cid % 2] for cid, r in ranks["true"].items())
