@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from drake import __version__
 from drake.errors import DrakeError
@@ -24,6 +24,26 @@ log = logging.getLogger("drake")
 PLUGINS = {"setup-metrics": ("evaluators.cli", "set up WordNet for METEOR (offline)"),
            "leaderboard": ("leaderboard.cli", "validate, submit, show and render the leaderboard"),
            "models": ("drake.models.cli", "list the model zoo; pretrain the tiny models")}
+
+
+def key_values(option: str, items: list[str], example: str) -> dict[str, Any]:
+    """``KEY=VALUE`` arguments of ``option``: a value is a JSON number, ``true``, ``false``,
+    ``null``, list or object when it reads as one, and the text itself otherwise (``flat``,
+    ``columnwise``). A value opening a list or object must be valid JSON."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{option} {item!r} must be KEY=VALUE, e.g. {example}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError as err:
+            if value.lstrip()[:1] in "[{":
+                raise ValueError(f"{option} {key}={value!r} is not valid JSON ({err.msg}); "
+                                 f"write a list as [8,4,2] and an object as {{\"k\": 1}}"
+                                 ) from None
+            out[key] = value
+    return out
 
 
 def _progress(desc: str, unit: str = "shard"):
@@ -144,15 +164,7 @@ def cmd_partition(args: argparse.Namespace) -> int:
 
     root = Path(args.dir)
     if args.rule:
-        params = {}
-        for item in args.param:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ValueError(f"--param {item!r} must be KEY=VALUE, e.g. alpha=0.1")
-            try:
-                params[key] = json.loads(value)
-            except json.JSONDecodeError:
-                params[key] = value
+        params = key_values("--param", args.param, "alpha=0.1")
         scenario = ScenarioSpec(args.scenario, args.rule, order=args.order, rounds=args.rounds,
                                 rounds_per_task=args.rounds_per_task, params=params)
     else:
@@ -210,12 +222,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     get_method(args.method)  # fail fast on an unknown name
     root = eval_build(Path(args.data), args.benchmark)
-    hparams = {}
-    for item in args.hp:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--hp {item!r} must be KEY=VALUE, e.g. lam=0.01")
-        hparams[key] = json.loads(value) if value[:1] in "-0123456789[{tf" else value
+    hparams = key_values("--hp", args.hp, "lam=0.01")
     out = args.out or str(Path("runs") / f"{root.name}-{args.scenario}-{args.method}-s{args.seed}")
     cfg = RunConfig(data=str(root), scenario=args.scenario, method=args.method, out=out,
                     seed=args.seed, rounds=args.rounds, local_steps=args.local_steps,

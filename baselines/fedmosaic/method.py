@@ -162,7 +162,9 @@ class FedMosaic(Method):
         Sanitisation of the uploaded gradient: Gaussian noise and the kept share of coordinates.
     exclude_self, similarity
         The public code's SIMA variant: self left out of the weighted sum, and ``"columnwise"``
-        (per-column cosine, averaged) instead of the paper's ``"flat"`` cosine.
+        (per-column cosine, averaged) instead of the paper's ``"flat"`` cosine; columnwise
+        sanitises as the public code does, keeping the first rows of the 2-D gradient
+        (recorded as ``subsample`` in the run's hyper-parameters).
     align : bool
         Align the larger models' ``A``/``B`` to the smallest model's on public data.
     align_samples : int
@@ -227,8 +229,12 @@ class FedMosaic(Method):
 
     def setup(self, bundles, public, *, seed, cache_dir=None) -> None:
         if self.sima:
+            # the columnwise cosine compares columns over rows, so its variant keeps whole rows
+            # (the public code's prefix rows) where the paper's flat cosine keeps coordinates
+            subsample = "prefix_rows" if self.similarity == "columnwise" else "random"
+            self.hparams["subsample"] = subsample
             sanitizer = Sanitizer(noise_std=self.noise_std, keep_fraction=self.keep_fraction,
-                                  seed=seed)
+                                  subsample=subsample, seed=seed)
             self.tracker = GradientTracker(alpha=self.ema_alpha, every=self.every,
                                            sanitizer=sanitizer)
         if not (self.pqlora and self.align and len(bundles) > 1):

@@ -63,6 +63,8 @@ def test_bad_arguments(built, tmp_path, capsys):
         (["partition", str(built), "--scenario", "x", "--rule", "nope"], "nope"),
         (["partition", str(built), "--scenario", "x", "--rule", "dirichlet", "--param", "alpha"],
          "KEY=VALUE"),
+        (["eval", "--method", "hetlora", "--data", data, "--benchmark", "drake-synth", "--hp",
+          "ranks=[8,4"], "ranks='[8,4' is not valid JSON"),
         (["verify", str(tmp_path / "absent")], "is not a DRAKE build"),
         (["info", str(tmp_path)], "is not a DRAKE build"),
     ]
@@ -192,3 +194,14 @@ def test_info_prints_markup_in_a_manifest_as_written(built, tmp_path, capsys):
     assert main(["info", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "[/oops] [link=https://evil.example]click[/link]" in out and "[/bad]" in out
+
+
+def test_key_values_read_json_where_it_is_json_and_text_otherwise():
+    """`--hp similarity=flat` is the word, not a JSON error (it once crashed on every value
+    starting with f or t); numbers, booleans and lists are JSON."""
+    from drake.cli import key_values
+
+    got = key_values("--hp", ["similarity=flat", "b_features=adapter", "prune=false",
+                              "lam=1e-3", "ranks=[8,4]", "n=-2", "name=true-ish"], "lam=0.01")
+    assert got == {"similarity": "flat", "b_features": "adapter", "prune": False, "lam": 1e-3,
+                   "ranks": [8, 4], "n": -2, "name": "true-ish"}

@@ -101,3 +101,16 @@ def test_ablations_run_and_homo_refuses_two_architectures(data, tmp_path):
         json.dumps(res)
     with pytest.raises(ValueError, match="one architecture"):
         LocalRuntime(config(data, tmp_path / "homo", "fedmosaic-homo"))
+
+
+@pytest.mark.parametrize("similarity", ["columnwise", "flat"])
+def test_both_sima_similarities_run_two_rounds(data, tmp_path, similarity):
+    """`--hp similarity=columnwise` once crashed (the sanitiser flattened the gradient the
+    columnwise cosine needs 2-D); both run, and the results say how ĝ was subsampled."""
+    res = LocalRuntime(config(data, tmp_path / similarity, "fedmosaic",
+                              method_hparams={"every": 2, "align": False,
+                                              "similarity": similarity})).run()
+    assert len(res["curves"]["self"]) == 2
+    hp = res["method"]["hyperparameters"]
+    assert hp["similarity"] == similarity
+    assert hp["subsample"] == ("prefix_rows" if similarity == "columnwise" else "random")
