@@ -25,11 +25,12 @@ Where the paper's text does not type-check, and how we read it:
 * A.4 claims the CCA map keeps ``B_j`` orthonormal; it does not in general (``Π`` whitens, it is
   not orthogonal), so ``B_j`` is projected to the nearest orthonormal-column matrix afterwards
   (the report records how far it was).
-* "Output features from ``B_1`` and ``B_2``": the public code hooks the output of ``B`` itself
-  (with ``P = I``), i.e. ``B_j A_j h``. Those are linear in the already aligned ``A`` features, so
-  the CCA map then mostly reproduces ``B_j``'s own random initialisation. By default
-  (``b_features="layer"``) we use the output of the frozen base layer ``W_p h``, the space ``B``
-  writes into; ``b_features="adapter"`` reproduces the public code.
+* "Output features from ``B_1`` and ``B_2``" (§4.2.2, Alg. 4): the output of ``B`` itself
+  (with ``P = I``), i.e. ``B_j A_j h``, as the public code hooks it too. That is the default,
+  ``b_features="adapter"``. Those features are linear in the already aligned ``A`` features, so
+  the CCA map then mostly reproduces ``B_j``'s own random initialisation; ``b_features="layer"``
+  is a recorded option that correlates the output of the frozen base layer ``W_p h`` instead
+  (the space ``B`` writes into).
 * The public code's orthogonality term is the mean squared cosine between the *columns* of
   ``A`` (a ``d x d`` matrix), weighted 0.5 and averaged over layers; we use Eq. 22 (corrected).
 
@@ -424,7 +425,7 @@ def align_features(
     batch_size: int | None = None,
     holdout: float = 0.25,
     seed: int = 0,
-    b_features: Literal["layer", "adapter"] = "layer",
+    b_features: Literal["adapter", "layer"] = "adapter",
     reg: float = 1e-4,
     names: tuple[str, str] = ("pivot", "other"),
 ) -> tuple[dict[str, torch.Tensor], AlignmentReport]:
@@ -438,8 +439,9 @@ def align_features(
         ``key.A`` / ``key.B`` tensors (:func:`~baselines.fedmosaic.pqlora.pq_frozen_state`).
     holdout : float
         Fraction of rows (seeded split) kept out of the fit; the report's MSEs are on them.
-    b_features : {"layer", "adapter"}
-        CCA on the base layer's outputs (default) or on ``B A h`` (the public code).
+    b_features : {"adapter", "layer"}
+        CCA on ``B A h`` (default: the paper and the public code) or on the base layer's
+        outputs.
 
     Returns
     -------

@@ -169,6 +169,9 @@ class FedMosaic(Method):
         Align the larger models' ``A``/``B`` to the smallest model's on public data.
     align_samples : int
         Public samples used for the alignment.
+    b_features : {"adapter", "layer"}
+        What B's alignment correlates: B's outputs (the paper, default) or the base layer's
+        (see :mod:`baselines.fedmosaic.align`).
     """
 
     name = "fedmosaic"
@@ -180,13 +183,17 @@ class FedMosaic(Method):
     def __init__(self, lr: float = 1e-3, num_blocks: int = 4, tau: float = 0.5, every: int = 10,
                  ema_alpha: float = 0.5, noise_std: float = 1e-4, keep_fraction: float = 0.4,
                  exclude_self: bool = False, similarity: str = "flat", align: bool = True,
-                 align_samples: int = 256, **hp: Any) -> None:
+                 align_samples: int = 256, b_features: str = "adapter", **hp: Any) -> None:
         if similarity not in ("flat", "columnwise"):
             raise ValueError(f"similarity must be 'flat' or 'columnwise', got {similarity!r}")
+        if b_features not in ("adapter", "layer"):
+            raise ValueError(f"b_features must be 'adapter' (B's outputs, the paper) or 'layer' "
+                             f"(the base layer's outputs), got {b_features!r}")
         super().__init__(lr=lr, num_blocks=num_blocks, tau=tau, every=every, ema_alpha=ema_alpha,
                          noise_std=noise_std, keep_fraction=keep_fraction,
                          exclude_self=exclude_self, similarity=similarity, align=align,
-                         align_samples=align_samples, **hp)
+                         align_samples=align_samples, b_features=b_features, **hp)
+        self.b_features = b_features
         self.num_blocks, self.tau, self.every = num_blocks, tau, every
         self.exclude_self, self.similarity = exclude_self, similarity
         self.align, self.align_samples = align, align_samples
@@ -260,9 +267,11 @@ class FedMosaic(Method):
             pool = "tokens" if same_tok else "mean"
             with torch.enable_grad():
                 if cache_dir is None:
-                    report, hit = align_pair(pivot, other, samples, pool=pool, seed=seed), False
+                    report, hit = align_pair(pivot, other, samples, pool=pool, seed=seed,
+                                             b_features=self.b_features), False
                 else:
                     report, hit = aligned_pair(pivot, other, samples, pool=pool, seed=seed,
+                                               b_features=self.b_features,
                                                cache_dir=Path(cache_dir) / "fedmosaic-align")
             self.hparams[f"align.{arch}.mse_before"] = round(report.mse_before, 6)
             self.hparams[f"align.{arch}.mse_after"] = round(report.mse_after, 6)

@@ -70,6 +70,7 @@ def test_fedmosaic_runs_on_the_hetero_pair_and_records_its_costs(unbroken):
     assert set(unbroken["models_per_client"]) == {"tiny-llava-llama", "tiny-llava-qwen"}
     hp = unbroken["method"]["hyperparameters"]
     assert hp["num_blocks_used"] == 3  # the 3-layer tiny model caps N_B
+    assert hp["b_features"] == "adapter"  # B aligned on B's outputs, as §4.2.2 and Alg. 4
     assert hp["align.tiny-llava-qwen.mse_after"] < hp["align.tiny-llava-qwen.mse_before"]
     assert unbroken["cost"]["flops_extra_pct"] > 0
     up = unbroken["cost"]["comm_bytes_up_per_round"]
@@ -114,3 +115,13 @@ def test_both_sima_similarities_run_two_rounds(data, tmp_path, similarity):
     hp = res["method"]["hyperparameters"]
     assert hp["similarity"] == similarity
     assert hp["subsample"] == ("prefix_rows" if similarity == "columnwise" else "random")
+
+
+def test_b_alignment_on_the_base_layer_is_a_recorded_option(data, tmp_path):
+    res = LocalRuntime(config(data, tmp_path / "layer", "fedmosaic", rounds=1,
+                              method_hparams={"every": 2, "align_samples": 16,
+                                              "b_features": "layer"})).run()
+    hp = res["method"]["hyperparameters"]
+    assert hp["b_features"] == "layer" and hp["align.tiny-llava-qwen.mse_after"] >= 0
+    with pytest.raises(ValueError, match="b_features"):
+        get_method("fedmosaic")(b_features="outputs")
