@@ -300,7 +300,7 @@ class FedMosaic(Method):
         tensors = {LOCAL: {k: v for k, v in state.items() if not k.startswith("gate.")}}
         meta: dict[str, Any] = {"loss": total / client.steps if client.steps else 0.0}
         if self.tracker is not None:
-            ghat = self.tracker.end_round(client.id)
+            ghat = self.tracker.end_round(client.id, round=client.round)
             if ghat is not None:
                 tensors["sima"] = {"ghat": ghat}
             client.state.update({f"sima.{k}": v

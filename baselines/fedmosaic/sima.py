@@ -116,21 +116,28 @@ class Sanitizer:
         return torch.from_numpy(np.sort(rng.permutation(numel)[:k]))
 
     def __call__(self, grad: torch.Tensor, *, key: Sequence[int]) -> torch.Tensor:
-        """Sanitise ``grad``; the noise is a function of ``(seed, *key)`` (e.g. client, round, n)."""
+        """Sanitise ``grad``: :meth:`keep` then :meth:`noisy`."""
+        return self.noisy(self.keep(grad), key=key)
+
+    def keep(self, grad: torch.Tensor) -> torch.Tensor:
+        """The kept part of ``grad`` (float32, on the CPU), without noise."""
         g = grad.detach().to(torch.float32).cpu()
         if self.subsample == "random":
             kept = g.reshape(-1)
             if self.keep_fraction < 1.0:
                 kept = kept[self.indices(kept.numel())]
-        else:
-            if g.ndim != 2:
-                raise ValueError(f"prefix_rows subsampling needs a 2-D gradient, got {g.ndim}-D")
-            kept = g[: max(1, int(g.shape[0] * self.keep_fraction))]
-        if self.noise_std > 0:
-            rng = np.random.default_rng([int(self.seed), *(int(x) for x in key), 0x4E01])
-            noise = torch.from_numpy(rng.standard_normal(tuple(kept.shape))).to(kept.dtype)
-            kept = kept + self.noise_std * noise
-        return kept
+            return kept
+        if g.ndim != 2:
+            raise ValueError(f"prefix_rows subsampling needs a 2-D gradient, got {g.ndim}-D")
+        return g[: max(1, int(g.shape[0] * self.keep_fraction))]
+
+    def noisy(self, kept: torch.Tensor, *, key: Sequence[int]) -> torch.Tensor:
+        """``kept`` plus Gaussian noise of std ``noise_std``, a function of ``(seed, *key)``."""
+        if self.noise_std <= 0:
+            return kept
+        rng = np.random.default_rng([int(self.seed), *(int(x) for x in key), 0x4E01])
+        noise = torch.from_numpy(rng.standard_normal(tuple(kept.shape))).to(kept.dtype)
+        return kept + self.noise_std * noise
 
     def settings(self) -> dict[str, Any]:
         """JSON-able settings, for results files."""
@@ -261,7 +268,13 @@ class GradientTracker:
 
     Use: during local training, when :meth:`due` (every ``every`` steps), compute the proxy
     gradient and :meth:`add` it; at the end of the client's round, :meth:`end_round` folds the
-    round's mean into ``ĝ`` by Eq. 4 and returns the (already sanitised) ``ĝ`` to upload.
+    round's mean into ``ĝ`` by Eq. 4 and returns ``ĝ`` sanitised for upload.
+
+    Sanitisation: each sampled gradient is subsampled as it is added (so the client keeps only
+    the shared coordinates), and the noise is added **once**, to the ``ĝ`` that leaves the
+    client, so the upload carries exactly ``noise_std`` of noise per coordinate. (Noise on every
+    sample before the mean and the EMA would shrink it by ``√n`` and by α.) The client's own
+    ``ĝ`` (what the next round's EMA continues) stays noise-free.
 
     Parameters
     ----------
@@ -270,7 +283,8 @@ class GradientTracker:
     every : int
         ``f``: sample a gradient every ``every`` local steps (10 in the paper).
     sanitizer : Sanitizer, optional
-        Applied to each gradient as it is added; None shares raw gradients.
+        Subsamples each gradient as it is added and noises the uploaded ``ĝ``; None shares raw
+        gradients.
     first : {"zeros", "copy"}
         ``ĝ(0) = 0`` (Alg. 1) or the first round's gradient itself (public code).
     """
@@ -292,10 +306,10 @@ class GradientTracker:
         return step % self.every == 0
 
     def add(self, client: int, grad: torch.Tensor, *, round: int) -> torch.Tensor:
-        """Sanitise ``grad`` and add it to the client's round sum; returns the sanitised vector."""
+        """Subsample ``grad`` and add it to the client's round sum; returns the kept vector."""
         n = self._count.get(client, 0)
         if self.sanitizer is not None:
-            g = self.sanitizer(grad, key=(client, round, n))
+            g = self.sanitizer.keep(grad).clone()
         else:
             g = grad.detach().to(torch.float32).cpu().clone()
         prev = self._sum.get(client)
@@ -306,8 +320,9 @@ class GradientTracker:
         self._count[client] = n + 1
         return g
 
-    def end_round(self, client: int) -> torch.Tensor | None:
-        """Fold the round's mean gradient into ``ĝ`` (Eq. 4); returns ``ĝ`` (None if never fed)."""
+    def end_round(self, client: int, *, round: int = 0) -> torch.Tensor | None:
+        """Fold the round's mean gradient into ``ĝ`` (Eq. 4); returns the upload: ``ĝ`` plus the
+        sanitiser's noise, drawn from ``(client, round)`` (None if never fed)."""
         n = self._count.pop(client, 0)
         total = self._sum.pop(client, None)
         if n and total is not None:
@@ -317,7 +332,10 @@ class GradientTracker:
                 self._decayed[client] = mean
             else:
                 self._decayed[client] = ema(prev, mean, self.alpha)
-        return self.decayed(client)
+        ghat = self.decayed(client)
+        if ghat is None or self.sanitizer is None:
+            return ghat
+        return self.sanitizer.noisy(ghat, key=(client, round))
 
     def decayed(self, client: int) -> torch.Tensor | None:
         """The client's current ``ĝ``, or None before its first completed round."""

@@ -158,3 +158,22 @@ def test_proxy_gradient_on_tiny_llama(make_bundle, public_samples):
             m.P["local"].fill_(0.5)
     torch.testing.assert_close(proxy_gradient(proxy, batch), g)
     assert pq_modules(proxy.model)["block0.mlp.down_proj"].P["local"].requires_grad
+
+
+def test_noise_is_added_once_to_the_upload_at_its_configured_std():
+    """Zero gradients, four samples a round: the uploaded ĝ carries noise of std exactly
+    noise_std (not noise_std / 2 from averaging four noisy samples, nor α times that), and the
+    client's own ĝ stays clean."""
+    sigma = 0.5
+    tracker = GradientTracker(alpha=0.5, every=1,
+                              sanitizer=Sanitizer(noise_std=sigma, keep_fraction=1.0, seed=1))
+    for n in range(4):
+        kept = tracker.add(3, torch.zeros(20000), round=0)
+        assert float(kept.abs().sum()) == 0.0  # nothing noisy is kept on the client
+    upload = tracker.end_round(3, round=0)
+    assert float(tracker.decayed(3).abs().sum()) == 0.0
+    assert float(upload.std()) == pytest.approx(sigma, rel=0.03)
+    assert float(upload.mean()) == pytest.approx(0.0, abs=0.02)
+    # the noise depends on (client, round): another round draws other noise
+    tracker.add(3, torch.zeros(20000), round=1)
+    assert not torch.equal(tracker.end_round(3, round=1), upload)
