@@ -167,7 +167,7 @@ def test_noise_is_added_once_to_the_upload_at_its_configured_std():
     sigma = 0.5
     tracker = GradientTracker(alpha=0.5, every=1,
                               sanitizer=Sanitizer(noise_std=sigma, keep_fraction=1.0, seed=1))
-    for n in range(4):
+    for _ in range(4):
         kept = tracker.add(3, torch.zeros(20000), round=0)
         assert float(kept.abs().sum()) == 0.0  # nothing noisy is kept on the client
     upload = tracker.end_round(3, round=0)
