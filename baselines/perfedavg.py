@@ -1,10 +1,11 @@
 """Per-FedAvg, first order (Fallah et al. 2020).
 
 Each local step uses two batches D and D′: θ̃ = θ − α∇L(θ; D), then θ ← θ − β∇L(θ̃; D′), the
-gradient at θ̃ applied at θ (first-order MAML; β is the optimiser's learning rate). The server
-averages θ weighted by data size (within architecture groups). Before evaluation each client
-personalises with one step θ_i = θ − α∇L_i(θ) on a batch of its own data; the step is undone
-after evaluation so training continues from θ. Two passes per step: half SFT's steps at equal
+gradient at θ̃ applied at θ (first-order MAML; an SGD step with β the run's learning rate). The
+server averages θ weighted by data size (within architecture groups). Before evaluation each client
+personalises with one step θ_i = θ − α∇L_i(θ) on a batch of its own data (drawn from the
+evaluation's own stream, not the round's first training batch again); the step is undone after
+evaluation so training continues from θ. Two passes per step: half SFT's steps at equal
 compute.
 """
 
@@ -30,6 +31,9 @@ class PerFedAvg(Method):
 
     name = "per-fedavg"
     compute_ratio = 0.5
+    #: the outer step θ ← θ − β∇L(θ̃; D′) is plain SGD with β the run's learning rate (the
+    #: paper's update; an adaptive optimiser would rescale it)
+    optimizer = ("sgd", {})
 
     def __init__(self, lr: float = 1e-3, alpha: float = 0.01, **hp) -> None:
         super().__init__(lr=lr, alpha=alpha, **hp)

@@ -17,6 +17,9 @@ import torch
 
 from drake.models import adapter_state, load_adapter_state
 
+#: Seed tags of a handle's sample draws: a training turn's and an evaluation's.
+TRAIN_STREAM, EVAL_STREAM = 17, 29
+
 
 @dataclass
 class ClientRecord:
@@ -80,7 +83,7 @@ class RuntimeClient:
                  memory: Sequence[str], data, *, round_: int, steps: int, batch_size: int,
                  lr: float, seed: int, proxy=None,
                  optimizer: tuple[str, Mapping[str, Any]] = ("adamw", {"weight_decay": 0.0}),
-                 fresh_optimizer: bool = False) -> None:
+                 fresh_optimizer: bool = False, stream: int = TRAIN_STREAM) -> None:
         self.id = cid
         self.arch = arch
         self.round = round_
@@ -93,7 +96,9 @@ class RuntimeClient:
         self.data = data
         self.batch_size = batch_size
         self.lr = lr
-        self.rng = np.random.default_rng([seed, round_, cid, 17])
+        # training and evaluation handles of one round draw from different streams, so that a
+        # method's batch drawn before evaluation is not the round's first training batch again
+        self.rng = np.random.default_rng([seed, round_, cid, stream])
         self.proxy = proxy
         self.last_samples: list[Mapping[str, Any]] = []
         self._optims: dict[str, torch.optim.Optimizer] = {}

@@ -45,7 +45,13 @@ from baselines.base import ClientInfo, Method, Payload, get_method
 from drake.build import sha256_file
 from drake.errors import DrakeError
 from drake.locks import exclusive
-from drake.runtime.client import ClientRecord, PeftAdapters, RuntimeClient
+from drake.runtime.client import (
+    EVAL_STREAM,
+    TRAIN_STREAM,
+    ClientRecord,
+    PeftAdapters,
+    RuntimeClient,
+)
 from drake.runtime.data import FederatedData
 
 log = logging.getLogger(__name__)
@@ -426,14 +432,15 @@ class LocalRuntime:
                                           for n, s in self.init_state[self.models[c]].items()})
                 for c in range(self.data.num_clients)}
 
-    def _handle(self, c: int, record: ClientRecord, round_: int) -> RuntimeClient:
+    def _handle(self, c: int, record: ClientRecord, round_: int,
+                stream: int = TRAIN_STREAM) -> RuntimeClient:
         arch = self.models[c]
         return RuntimeClient(c, arch, self.bundles[arch], self.controls[arch], record,
                              self.data.streams[c].seen(round_), self.data, round_=round_,
                              steps=self.steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr,
                              seed=self.cfg.seed, proxy=self.proxy,
                              optimizer=self.method.optimizer,
-                             fresh_optimizer=self.method.fresh_optimizer)
+                             fresh_optimizer=self.method.fresh_optimizer, stream=stream)
 
     # --- evaluation ----------------------------------------------------------------------------
     def _answer(self, handle: RuntimeClient, loglik: bool = False):
@@ -491,7 +498,7 @@ class LocalRuntime:
                 batch: int = 32) -> list[Any]:
         """Client ``c``'s answers to ``samples`` with the adapters it holds, through the
         method's ``predict`` (option indices where scored by likelihood, else text)."""
-        handle = self._handle(c, record, round_)
+        handle = self._handle(c, record, round_, stream=EVAL_STREAM)
         torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
                               .integers(2**31)))
         self.method.before_eval(handle)

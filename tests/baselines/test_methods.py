@@ -160,3 +160,26 @@ def test_sft_shares_nothing():
     method = get_method("sft")()
     up = method.local_train(client)
     assert up.tensors == {} and method.aggregate({0: up}, {0: ClientInfo(0, "t", 1)}, 0) == {}
+
+
+def test_per_fedavg_outer_step_is_sgd_and_its_personalisation_batch_is_not_the_first_one():
+    """The outer step is SGD with β the run's lr (as the hand-computed step above); the batch a
+    client personalises on before evaluation comes from the evaluation's own stream, not the
+    round's first training batch again (both handles of a round used one seed)."""
+    from drake.runtime.client import EVAL_STREAM, ClientRecord, RuntimeClient
+
+    assert get_method("per-fedavg").optimizer == ("sgd", {})
+
+    class Data:
+        @staticmethod
+        def training_samples(ids):
+            return list(ids)
+
+    def handle(stream=None):
+        kw = {} if stream is None else {"stream": stream}
+        return RuntimeClient(0, "m", None, None, ClientRecord(), [f"s{i}" for i in range(40)],
+                             Data(), round_=3, steps=1, batch_size=4, lr=0.1, seed=0, **kw)
+
+    first = handle().train_samples(4)
+    assert handle().train_samples(4) == first  # a training turn is reproducible
+    assert handle(EVAL_STREAM).train_samples(4) != first
