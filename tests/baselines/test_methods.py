@@ -183,3 +183,50 @@ def test_per_fedavg_outer_step_is_sgd_and_its_personalisation_batch_is_not_the_f
     first = handle().train_samples(4)
     assert handle().train_samples(4) == first  # a training turn is reproducible
     assert handle(EVAL_STREAM).train_samples(4) != first
+
+
+def test_feddpa_trains_local_on_the_half_mix_first_then_global_alone():
+    # G = [1, 0], L = [0, 1]; SGD lr 0.1; two steps: one per phase
+    client = ToyClient({"global": [1.0, 0.0], "local": [0.0, 1.0]},
+                       [batch([[1.0, 1.0]], [2.0]), batch([[1.0, 0.0]], [0.0])], steps=2)
+    up = get_method("feddpa")().local_train(client)
+    # phase 1, L on ½G + ½L = [0.5, 0.5]: residual 1 - 2 = -1, dL = ½ · (-1) · [1, 1]
+    #   L = [0, 1] - 0.1 · [-0.5, -0.5] = [0.05, 1.05]; G untouched
+    torch.testing.assert_close(client.get("local")["w"],
+                               torch.tensor([0.05, 1.05], dtype=torch.float64))
+    # phase 2, G alone: residual 1 - 0 = 1, dG = [1, 0]; G = [0.9, 0]; only G is uploaded
+    torch.testing.assert_close(up.tensors["global"]["w"],
+                               torch.tensor([0.9, 0.0], dtype=torch.float64))
+    assert set(up.tensors) == {"global"}
+
+
+def test_feddpa_predict_weights_each_instance_by_its_similarity_to_local_data():
+    """α(x) = ½ · mean_j cos(h(x), h(x_j)); L gets α, G gets 1 − α, one instance at a time."""
+    hidden = {"t1": [1.0, 0.0], "t2": [1.0, 1.0], "r1": [1.0, 0.0], "r2": [0.0, 1.0]}
+
+    class Client:
+        @staticmethod
+        def train_samples(k):
+            return ["r1", "r2"]
+
+        @staticmethod
+        def hidden(samples, adapters):
+            assert adapters == ["global"]  # h is read under G
+            return torch.tensor([hidden[s] for s in samples])
+
+    seen = []
+
+    def answer(samples, weights):
+        seen.append((list(samples), dict(weights)))
+        return ["x"] * len(samples)
+
+    assert get_method("feddpa")(k=2).predict(Client(), ["t1", "t2"], answer) == ["x", "x"]
+    # t1: cos = [1, 0] -> α = 0.25; t2: cos = [√½, √½] -> α = √½ / 2
+    (s1, w1), (s2, w2) = seen
+    assert s1 == ["t1"] and w1["local"] == pytest.approx(0.25) and w1["global"] == pytest.approx(0.75)
+    assert s2 == ["t2"] and w2["local"] == pytest.approx(0.5 ** 0.5 / 2)
+    assert w2["global"] == pytest.approx(1 - 0.5 ** 0.5 / 2)
+    # dynamic=False: the FedMosaic port's fixed ½/½ in one call
+    seen.clear()
+    get_method("feddpa")(dynamic=False).predict(Client(), ["t1", "t2"], answer)
+    assert seen == [(["t1", "t2"], {"global": 0.5, "local": 0.5})]
