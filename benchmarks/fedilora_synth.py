@@ -136,16 +136,26 @@ def main() -> None:
     if args.plot:
         plot(table, args.rows, args.rates, Path(args.plot))
     if args.leaderboard:
+        submitted = 0
         for row in args.rows:
             for rate in args.rates:
-                runs = [str(outs[(row, rate, s)]) for s in args.seeds]
-                cmd = [sys.executable, "-m", "drake.cli", "leaderboard", "submit", runs[0],
-                       "--leaderboard", args.leaderboard, "--data", str(Path(args.data).parent),
-                       "--submitter", args.submitter, "--link", args.link, "--replace"]
-                if len(runs) > 1:
-                    cmd += ["--seeds", *runs[1:]]
-                subprocess.run(cmd, check=True, capture_output=True, text=True)
-        print(f"submitted {len(args.rows) * len(args.rates)} entries to {args.leaderboard}")
+                # one entry per view (personalised results.json, global results-global.json),
+                # every seed's file of that view as its seeds
+                names = sorted(p.name for p in outs[(row, rate, args.seeds[0])].glob(
+                    "results*.json"))
+                for name in names:
+                    files = [str(outs[(row, rate, s)] / name) for s in args.seeds]
+                    cmd = [sys.executable, "-m", "drake.cli", "leaderboard", "submit", files[0],
+                           "--leaderboard", args.leaderboard,
+                           "--data", str(Path(args.data).parent), "--submitter",
+                           args.submitter, "--link", args.link, "--replace"]
+                    if len(files) > 1:
+                        cmd += ["--seeds", *files[1:]]
+                    done = subprocess.run(cmd, capture_output=True, text=True)
+                    if done.returncode:
+                        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+                    submitted += 1
+        print(f"submitted {submitted} entries (each with its seeds) to {args.leaderboard}")
 
 
 def plot(table: dict, rows: list[str], rates: list[float], path: Path) -> None:

@@ -276,6 +276,9 @@ class LocalRuntime:
     def __init__(self, config: RunConfig, progress: Callable | None = None,
                  hooks: Sequence[Hook] = ()) -> None:
         config.validate()
+        from drake.runtime.results import _git_hash
+
+        _git_hash()  # the code this run imported: read now, recorded in its results
         self.cfg = config
         self.hooks = list(hooks)
         self._eval_stage = "eval"  # what the evaluation under way is, for on_client_end

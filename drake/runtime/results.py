@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import platform
@@ -18,7 +19,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from drake.runtime.plans import View
 
 
+@functools.cache
 def _git_hash() -> str | None:
+    """HEAD of the suite's checkout, read once per process: the runtime reads it when a run
+    starts (:class:`drake.runtime.LocalRuntime`), so a commit made while the run goes on does not
+    relabel the code it ran with."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5, cwd=Path(__file__).resolve().parent)

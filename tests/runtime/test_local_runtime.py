@@ -315,3 +315,21 @@ def test_arguments_out_of_range_and_unknown_hyper_parameters_are_refused(data, t
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and fragment in err[0], err
         assert not (out / "config.json").exists()  # nothing left to block a corrected rerun
+
+
+def test_the_git_hash_is_read_when_the_run_starts(data, tmp_path, monkeypatch):
+    """A commit made while a run goes on must not relabel the code the run imported: the
+    runtime reads HEAD when it is built, and results carry that value."""
+    from types import SimpleNamespace
+
+    from drake.runtime import results
+
+    heads = iter(["a" * 40, "b" * 40])
+    monkeypatch.setattr(results.subprocess, "run", lambda *a, **k: SimpleNamespace(
+        returncode=0, stdout=next(heads)))
+    results._git_hash.cache_clear()
+    try:
+        LocalRuntime(config(data, tmp_path / "r"))  # reads "a…"
+        assert results._git_hash() == "a" * 40  # a later read (at the results) still says "a…"
+    finally:
+        results._git_hash.cache_clear()
