@@ -135,6 +135,9 @@ class AdapterSet(Protocol):
 
     def params(self, name: str) -> list[torch.nn.Parameter]: ...
 
+    # Optional: ``param_groups(name) -> [(lr_scale, params), ...]`` trains each group at
+    # ``lr_scale`` times the run's learning rate (one optimiser, several groups).
+
     def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
                  trainable: Sequence[str] = ()) -> None:
         """Make ``names`` answer (scaled by ``weights``) and ``trainable`` get gradients."""

@@ -124,7 +124,13 @@ class RuntimeClient:
         if adapter not in self._optims:
             name, kwargs = self.optimizer
             kind = {"adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}[name]
-            opt = kind(self.params(adapter), lr=self.lr, **kwargs)
+            # an adapter set may train some of its parameters at a scaled rate (FedMosaic's P/Q)
+            groups = getattr(self.control, "param_groups", None)
+            if groups is None:
+                opt = kind(self.params(adapter), lr=self.lr, **kwargs)
+            else:
+                opt = kind([{"params": ps, "lr": self.lr * scale}
+                            for scale, ps in groups(adapter) if ps], lr=self.lr, **kwargs)
             saved = None if self.fresh_optimizer else self.record.optim.get(adapter)
             if saved:
                 opt.load_state_dict(saved)

@@ -125,3 +125,48 @@ def test_b_alignment_on_the_base_layer_is_a_recorded_option(data, tmp_path):
     assert hp["b_features"] == "layer" and hp["align.tiny-llava-qwen.mse_after"] >= 0
     with pytest.raises(ValueError, match="b_features"):
         get_method("fedmosaic")(b_features="outputs")
+
+
+def test_pq_trains_at_its_own_rate_in_a_group_of_its_own():
+    """One optimiser, two groups: LoRA and gates at the run's lr, P/Q at 2.5 times it (the
+    paper's 5e-5 beside 2e-5); an SGD step moves P/Q 2.5 times as far on the same gradient."""
+    from drake.runtime.client import ClientRecord, RuntimeClient
+
+    lora, pq = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2))
+
+    class Control:
+        @staticmethod
+        def params(name):
+            return [lora, pq]
+
+        @staticmethod
+        def param_groups(name):
+            return [(1.0, [lora]), (2.5, [pq])]
+
+    client = RuntimeClient(0, "m", None, Control(), ClientRecord(), [], None, round_=0,
+                           steps=1, batch_size=1, lr=0.01, seed=0, optimizer=("sgd", {}))
+    opt = client._optimizer("local")
+    assert [g["lr"] for g in opt.param_groups] == [0.01, 0.025]
+    loss = (lora * torch.tensor([1.0, 2.0])).sum() + (pq * torch.tensor([1.0, 2.0])).sum()
+    loss.backward()
+    opt.step()
+    torch.testing.assert_close(lora.detach(), torch.tensor([-0.01, -0.02]))
+    torch.testing.assert_close(pq.detach(), torch.tensor([-0.025, -0.05]))
+    assert get_method("fedmosaic")().pq_lr_scale == 2.5
+    with pytest.raises(ValueError, match="pq_lr_scale"):
+        get_method("fedmosaic")(pq_lr_scale=0)
+
+
+def test_fedmosaic_gets_094_of_sfts_steps_and_its_adapters_split_pq_out(data, tmp_path):
+    budget = dict(local_steps=None, compute_budget=100)
+    sft = LocalRuntime(config(data, tmp_path / "sft", "sft", method_hparams={}, **budget))
+    mosaic = LocalRuntime(config(data, tmp_path / "mosaic", "fedmosaic",
+                                 method_hparams={"align": False}, **budget))
+    assert (sft.steps, mosaic.steps) == (100, 94)
+    control = next(iter(mosaic.controls.values()))
+    groups = control.param_groups("local")
+    assert [scale for scale, _ in groups] == [1.0, 2.5]
+    pq_ids = {id(p) for p in groups[1][1]}
+    assert pq_ids and len(pq_ids) == len(groups[1][1])
+    assert not pq_ids & {id(p) for p in groups[0][1]}
+    assert {id(p) for p in control.params("local")} == pq_ids | {id(p) for p in groups[0][1]}
