@@ -436,10 +436,10 @@ class HetLoRA(_HetRank):
             return own
         with torch.no_grad():
             after = tail_norms(self._pairs(client), r, self.gamma)
-        if float(after) < float(before) and pruned_rank(r, self.gamma) < r:
-            r = pruned_rank(r, self.gamma)
-            client.state["rank"] = torch.tensor(r)
-            own = truncate(own, r)
+        smaller = pruned_rank(r, self.gamma)
+        if float(after) < float(before) and smaller < r:
+            client.state["rank"] = torch.tensor(smaller)
+            own = truncate(own, smaller)
             client.set(LOCAL, pad(own, self.top))
         return own
 

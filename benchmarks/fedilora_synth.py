@@ -21,6 +21,7 @@ filled.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -55,7 +56,7 @@ def run_one(args: argparse.Namespace, row: str, rate: float, seed: int) -> Path:
     method, hp = CONFIGS[row]
     out = Path(args.out) / f"{row}-{scenario(rate)}-s{seed}"
     if not (out / "results.json").exists():
-        cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method,
+        cmd = ["eval", "--method", method,
                "--data", args.data, "--scenario", scenario(rate), "--rounds", str(args.rounds),
                "--seed", str(seed), "--compute-budget", str(args.compute_budget),
                "--eval-every", str(args.rounds), "--eval-per-task", str(args.eval_per_task),
@@ -63,10 +64,16 @@ def run_one(args: argparse.Namespace, row: str, rate: float, seed: int) -> Path:
         cmd += [x for k, v in hp.items() for x in ("--hp", f"{k}={v}")]
         if args.model_cache:
             cmd += ["--model-cache", args.model_cache]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+        drake(cmd)
     return out
+
+
+def drake(argv: list[str]) -> None:
+    """Run ``drake ARGV...`` in a fresh process; its error output ends the script."""
+    cmd = [sys.executable, "-m", "drake.cli", *argv]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
 
 
 def views_of(out: Path) -> dict[str, dict]:
@@ -136,26 +143,23 @@ def main() -> None:
     if args.plot:
         plot(table, args.rows, args.rates, Path(args.plot))
     if args.leaderboard:
-        submitted = 0
-        for row in args.rows:
-            for rate in args.rates:
-                # one entry per view (personalised results.json, global results-global.json),
-                # every seed's file of that view as its seeds
-                names = sorted(p.name for p in outs[(row, rate, args.seeds[0])].glob(
-                    "results*.json"))
-                for name in names:
-                    files = [str(outs[(row, rate, s)] / name) for s in args.seeds]
-                    cmd = [sys.executable, "-m", "drake.cli", "leaderboard", "submit", files[0],
-                           "--leaderboard", args.leaderboard,
-                           "--data", str(Path(args.data).parent), "--submitter",
-                           args.submitter, "--link", args.link, "--replace"]
-                    if len(files) > 1:
-                        cmd += ["--seeds", *files[1:]]
-                    done = subprocess.run(cmd, capture_output=True, text=True)
-                    if done.returncode:
-                        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
-                    submitted += 1
-        print(f"submitted {submitted} entries (each with its seeds) to {args.leaderboard}")
+        submit(args, outs)
+
+
+def submit(args: argparse.Namespace, outs: dict[tuple[str, float, int], Path]) -> None:
+    """One leaderboard entry per row, rate and view (personalised ``results.json``, global
+    ``results-global.json``), with every seed's file of that view as its seeds."""
+    submitted = 0
+    for row, rate in itertools.product(args.rows, args.rates):
+        names = sorted(p.name for p in outs[(row, rate, args.seeds[0])].glob("results*.json"))
+        for name in names:
+            files = [str(outs[(row, rate, s)] / name) for s in args.seeds]
+            drake(["leaderboard", "submit", files[0], "--leaderboard", args.leaderboard,
+                   "--data", str(Path(args.data).parent), "--submitter", args.submitter,
+                   "--link", args.link, "--replace", *(["--seeds", *files[1:]]
+                                                       if len(files) > 1 else [])])
+            submitted += 1
+    print(f"submitted {submitted} entries (each with its seeds) to {args.leaderboard}")
 
 
 def plot(table: dict, rows: list[str], rates: list[float], path: Path) -> None:

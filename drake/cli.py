@@ -260,7 +260,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         m = res["metrics"]
         names = (("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
                  if res["protocol"] == "self_others" else tuple(m))
-        where = where[len(shared):] if len(views) > 1 else where
+        where = where[len(shared):]
         if names not in tables:
             scope = f" / {shared.rstrip('-')}" if shared else ""
             title = (f"{res['benchmark']['name']}{scope if len(views) > 1 else ' / ' + where} "

@@ -204,13 +204,13 @@ class FedMosaic(Method):
         if b_features not in ("adapter", "layer"):
             raise ValueError(f"b_features must be 'adapter' (B's outputs, the paper) or 'layer' "
                              f"(the base layer's outputs), got {b_features!r}")
+        if not float(pq_lr_scale) > 0:
+            raise ValueError(f"pq_lr_scale must be > 0, got {pq_lr_scale!r}")
         super().__init__(lr=lr, num_blocks=num_blocks, tau=tau, every=every, ema_alpha=ema_alpha,
                          noise_std=noise_std, keep_fraction=keep_fraction,
                          exclude_self=exclude_self, similarity=similarity, align=align,
                          align_samples=align_samples, b_features=b_features,
                          pq_lr_scale=pq_lr_scale, **hp)
-        if not float(pq_lr_scale) > 0:
-            raise ValueError(f"pq_lr_scale must be > 0, got {pq_lr_scale!r}")
         self.b_features, self.pq_lr_scale = b_features, float(pq_lr_scale)
         self.num_blocks, self.tau, self.every = num_blocks, tau, every
         self.exclude_self, self.similarity = exclude_self, similarity

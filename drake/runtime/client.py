@@ -126,11 +126,9 @@ class RuntimeClient:
             kind = {"adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}[name]
             # an adapter set may train some of its parameters at a scaled rate (FedMosaic's P/Q)
             groups = getattr(self.control, "param_groups", None)
-            if groups is None:
-                opt = kind(self.params(adapter), lr=self.lr, **kwargs)
-            else:
-                opt = kind([{"params": ps, "lr": self.lr * scale}
-                            for scale, ps in groups(adapter) if ps], lr=self.lr, **kwargs)
+            scaled = groups(adapter) if groups else [(1.0, self.params(adapter))]
+            opt = kind([{"params": ps, "lr": self.lr * scale} for scale, ps in scaled if ps],
+                       lr=self.lr, **kwargs)
             saved = None if self.fresh_optimizer else self.record.optim.get(adapter)
             if saved:
                 opt.load_state_dict(saved)
