@@ -12,7 +12,7 @@ still the defaults, so the table cannot silently describe other data).
 
     python benchmarks/learnability.py [--model-cache DIR] [--model tiny-llava-qwen]
         [--tasks synth-spatial ...] [--steps 240] [--every 80] [--closeness 0.0]
-        [--objects 1 2] [--jobs 2] [--json drake/synth/calibration.json]
+        [--objects 1 2] [--jobs 2] [--device cuda] [--json drake/synth/calibration.json]
 
 With ``--tasks``, an existing ``--json`` file measured with the same settings keeps its other
 rows, so a re-calibrated task can be re-measured alone.
@@ -95,7 +95,7 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
         train_set = [generate_sample(task, "train", i, args.seed, knobs=knobs)
                      for i in range(args.train_size)]
     bundle, params = lora_bundle(args.model, args.model_cache, args.seed, full=args.full,
-                                 train_vision=args.train_vision)
+                                 train_vision=args.train_vision, device=args.device)
     if test[0]["choices"]:
         chance: float | None = round(100.0 * float(np.mean([1 / len(s["choices"])
                                                             for s in test])), 2)
@@ -147,6 +147,9 @@ def main() -> None:
     parser.add_argument("--full", action="store_true",
                         help="train every weight besides the LoRA (capacity, not the PFL setup)")
     parser.add_argument("--jobs", type=int, default=1, help="tasks measured in parallel")
+    parser.add_argument("--device", default="cpu",
+                        help="where the LoRA trains (cuda where there is one; a table measured "
+                        "off the CPU names its device in its settings)")
     parser.add_argument("--json", default=None, help="write the table here")
     args = parser.parse_args()
     from drake.registry import get_benchmark
@@ -175,6 +178,8 @@ def main() -> None:
     if args.json:
         settings = {k: v for k, v in vars(args).items() if k not in ("json", "jobs", "tasks",
                                                                     "model_cache")}
+        if args.device == "cpu":  # the recorded calibration's device, implied
+            del settings["device"]
         path = Path(args.json)
         if args.tasks and path.exists():  # re-measured tasks replace their rows
             old = json.loads(path.read_text())

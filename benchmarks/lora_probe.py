@@ -45,9 +45,10 @@ def open_scores(bundle, samples: Sequence[dict[str, Any]], batch: int = 32
 
 
 def lora_bundle(model: str, model_cache: str | None, seed: int, *, full: bool = False,
-                train_vision: bool = False):
+                train_vision: bool = False, device: str = "cpu"):
     """A pretrained tiny model (the shipped weights when ``model_cache`` is None) with a fresh
-    default LoRA; returns ``(bundle, trainable parameters)``."""
+    default LoRA, on ``device``; returns ``(bundle, trainable parameters)``. The LoRA's
+    initial weights are drawn on the CPU, so they are the same on every device."""
     from drake.models import add_lora, load_model
 
     torch.manual_seed(seed)
@@ -57,6 +58,7 @@ def lora_bundle(model: str, model_cache: str | None, seed: int, *, full: bool = 
     info = dict(bundle.info.lora_defaults)
     bundle.model = add_lora(bundle.model, "probe", r=info["r"], alpha=info["alpha"],
                             target_regex=info.get("target_regex"), seed=seed)
+    bundle.model.to(device)
     params = [p for n, p in bundle.model.named_parameters() if "lora_" in n or full or (
         train_vision and ("multi_modal_projector" in n or "vision_tower" in n))]
     for p in params:

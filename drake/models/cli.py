@@ -103,7 +103,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
                                 vision_steps=args.vision_steps,
-                                vision_pictures=args.vision_pictures)
+                                vision_pictures=args.vision_pictures, device=args.device)
     finally:
         for bar in bars.values():
             bar.close()
@@ -217,6 +217,10 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--workers", type=int, default=None,
                    help="models trained in parallel processes, one core each (default: all "
                    "at once, up to the CPU count)")
+    p.add_argument("--device", default="cpu",
+                   help="where the tiny LLaVA families train: cpu (default) or cuda; the same "
+                   "data and initial weights everywhere, the report records the device "
+                   "(tiny-clip's text side trains on the CPU)")
     p.add_argument("--cache-dir", default=None,
                    help="model cache root (default $DRAKE_CACHE/models or ~/.cache/drake/models)")
     p.set_defaults(func=cmd_models_pretrain)

@@ -247,6 +247,29 @@ def _check_budget(**values: Any) -> None:
             raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
 
 
+def _check_device(device: str) -> None:
+    """``device`` must name the CPU or a CUDA device this machine has."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"device {device!r} is not a torch device; use 'cpu' or 'cuda'") from err
+    if parsed.type == "cpu":
+        return
+    if parsed.type != "cuda":
+        raise ValueError(f"device {device!r}: pretraining runs on 'cpu' or a CUDA device")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if (parsed.index or 0) >= count:
+        raise ValueError(f"device {device!r}: this machine has {count} CUDA device(s); "
+                         "pretrain with device='cpu' (`--device cpu`)")
+
+
+def _device_name(device: str) -> str:
+    parsed = torch.device(device)
+    if parsed.type == "cuda":
+        return f"{device} ({torch.cuda.get_device_name(parsed)})"
+    return f"cpu ({platform.machine()})"
+
+
 def _check_threads(threads: int | None) -> None:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):
@@ -326,16 +349,18 @@ def pretrain_vision(
     eval_pictures: int = 1500,
     progress: Progress | None = None,
     threads: int | None = 1,
+    device: str = "cpu",
 ) -> Path:
     """Stage 1: train the shared Swin tower on the public split's scene targets.
 
     Returns the folder holding ``vision.safetensors`` (the tower's state dict, as
     ``LlavaForConditionalGeneration.model.vision_tower`` names it) and ``pretrain_report.json``
-    (held-out accuracy per target).
+    (held-out accuracy per target). ``device`` is where it trains (see :func:`pretrain`).
     """
     _check_budget(steps=steps, seed=seed, batch_size=batch_size, pictures=pictures,
                   eval_pictures=eval_pictures)
     _check_threads(threads)
+    _check_device(device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     started = time.perf_counter()
@@ -347,26 +372,31 @@ def pretrain_vision(
                      + public_samples("synth-public-multi", "test", eval_pictures // 4 + 1,
                                       seed), eval_pictures)
     x_train = torch.from_numpy(resized_uint8(train[0], TINY_IMAGE_SIZE))
-    y_train = stack_targets([scene_targets(s) for s in train[1]])
+    y_train = {k: v.to(device) for k, v in
+               stack_targets([scene_targets(s) for s in train[1]]).items()}
     x_held = torch.from_numpy(resized_uint8(held[0], TINY_IMAGE_SIZE))
-    y_held = stack_targets([scene_targets(s) for s in held[1]])
+    y_held = {k: v.to(device) for k, v in
+              stack_targets([scene_targets(s) for s in held[1]]).items()}
     rng = np.random.default_rng([seed, 0x5157])
     losses: list[float] = []
     with _run(threads, seed):
         tower = SwinModel(vision_config(), add_pooling_layer=False)
         heads = VisionHeads(tower.config.hidden_size)
+        tower.to(device)
+        heads.to(device)
         params = [*tower.parameters(), *heads.parameters()]
         optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
 
         def features(x: torch.Tensor) -> torch.Tensor:
-            return tower_features(tower, normalise(x))
+            return tower_features(tower, normalise(x.to(device)))
 
         tower.train()
         for step in range(steps):
             rows = torch.from_numpy(_draw(rng, len(x_train), batch_size))
             for group in optimizer.param_groups:
                 group["lr"] = _lr_at(step, steps, lr, warm=200, floor=0.05)
-            loss, _ = heads.loss(features(x_train[rows]), {k: v[rows] for k, v in y_train.items()})
+            loss, _ = heads.loss(features(x_train[rows]),
+                                 {k: v[rows.to(device)] for k, v in y_train.items()})
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -380,7 +410,7 @@ def pretrain_vision(
             _, accuracy = heads.loss(feats, y_held)
     folder = vision_folder(out_dir)
     with _staged(folder) as staging:
-        state = {k: v.detach().contiguous() for k, v in tower.state_dict().items()}
+        state = {k: v.detach().cpu().contiguous() for k, v in tower.state_dict().items()}
         save_file(state, str(staging / VISION_FILE), metadata={"format": "pt"})
         report = {
             "stage": "vision", "seed": seed, "steps": steps, "batch_size": batch_size, "lr": lr,
@@ -390,6 +420,7 @@ def pretrain_vision(
             "loss_curve": [round(v, 4) for v in losses[:: max(1, steps // 50)]],
             "weights_sha256": _sha256(staging / VISION_FILE),
             "wall_seconds": round(time.perf_counter() - started, 2),
+            "device": _device_name(device),
             "versions": _versions(),
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -422,7 +453,7 @@ class _Features:
         chunks = []
         with torch.no_grad():
             for i in range(0, len(images), 256):
-                pixels = bundle._pixel_fn(images[i:i + 256])
+                pixels = bundle._pixel_fn(images[i:i + 256]).to(bundle.device)
                 chunks.append(tower_features(tower, pixels).to(torch.bfloat16))
         feats = torch.cat(chunks) if chunks else torch.zeros(0)
         word_ids: list[list[list[int]]] = []
@@ -437,7 +468,7 @@ class _Features:
 
     def rows(self, index: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         picks = [j for i in index for j in range(self.offsets[i], self.offsets[i + 1])]
-        return self.feats[picks].float(), self.words[picks]
+        return self.feats[picks].float(), self.words[picks].to(self.feats.device)
 
 
 def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.Tensor,
@@ -477,6 +508,7 @@ def pretrain(
     eval_size: int = DEFAULT_EVAL_SIZE,
     progress: Progress | None = None,
     threads: int | None = 1,
+    device: str = "cpu",
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
 
@@ -502,6 +534,11 @@ def pretrain(
         torch intra-op threads for the run (restored afterwards); ``None`` keeps the current
         setting. One thread (the default) is the fastest for models this small and fixes the
         order of every floating-point reduction, so the weights do not depend on the core count.
+    device : str
+        Where the model trains: ``"cpu"`` (default) or a CUDA device (``"cuda"``,
+        ``"cuda:1"``). The data, its order and the initial weights are drawn on the CPU, so they
+        are the same everywhere; the trained weights are byte-identical only on the same device
+        and library versions (the report records both).
 
     Returns
     -------
@@ -518,6 +555,7 @@ def pretrain(
     _check_budget(steps=steps, batch_size=batch_size, train_size=train_size,
                   eval_size=eval_size, seed=seed)
     _check_threads(threads)
+    _check_device(device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     started = time.perf_counter()
@@ -529,6 +567,7 @@ def pretrain(
     with _run(threads, seed):
         model = build_tiny_model(info.name, tokenizer, seed=seed)
         vision_path = load_vision(model, out_dir)
+        model.to(device)
         model.model.vision_tower.requires_grad_(False)
         bundle = _tiny_bundle(info, model, tokenizer)
         model.eval()
@@ -565,6 +604,7 @@ def pretrain(
         model.eval()
         after = evaluate_open(bundle, held_out)
     model.requires_grad_(False)
+    model.to("cpu")
 
     folder = tiny_folder(info.name, None if out_dir is None else Path(out_dir))
     with _staged(folder) as staging:
@@ -598,6 +638,7 @@ def pretrain(
             "weights_sha256": _sha256(staging / WEIGHTS_FILE),
             "wall_seconds": round(time.perf_counter() - started, 2),
             "torch_threads": torch.get_num_threads() if threads is None else threads,
+            "device": _device_name(device),
             "versions": _versions(),
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -609,7 +650,8 @@ def pretrain(
 # ------------------------------------------------------------------------------ several models
 
 ManyProgress = Callable[[str, int, int, float], None]
-_STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size"}
+_STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
+                "device"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 
@@ -642,7 +684,7 @@ def pretrain_many(
     vision : bool
         Run stage 1 first (default). ``False`` needs a tower from an earlier run in the cache.
     **kwargs
-        ``out_dir``, ``seed`` (both stages); ``steps``, ``batch_size``, ``lr``,
+        ``out_dir``, ``seed``, ``device`` (both stages); ``steps``, ``batch_size``, ``lr``,
         ``train_size``, ``eval_size`` (stage 2); ``vision_steps``, ``vision_batch_size``,
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1).
 
@@ -663,12 +705,13 @@ def pretrain_many(
     unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS))
     if unknown:
         raise TypeError(f"pretrain_many got unexpected argument(s) {unknown}")
+    _check_device(kwargs.get("device") or "cpu")
     stage2 = {k: v for k, v in kwargs.items() if k in _STAGE2_ARGS and v is not None}
     results: dict[str, Path] = {}
     if vision:
         stage1 = {_VISION_ARGS[k]: v for k, v in kwargs.items() if k in _VISION_ARGS
                   and v is not None}
-        for shared in ("out_dir", "seed"):
+        for shared in ("out_dir", "seed", "device"):
             if shared in stage2:
                 stage1[shared] = stage2[shared]
         results[VISION_FOLDER] = pretrain_vision(

@@ -37,7 +37,7 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     args = _parser().parse_args([
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
-        "--cache-dir", str(tmp_path),
+        "--device", "cpu", "--cache-dir", str(tmp_path),
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -45,9 +45,19 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["steps"] == 2 and report["batch_size"] == 2
+    assert report["device"].startswith("cpu")
     args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
     args.func(args)
     assert "yes (pretrained in the cache)" in capsys.readouterr().out
+
+
+def test_models_pretrain_names_a_missing_device(tmp_path, monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    args = _parser().parse_args(["models", "pretrain", "--model", "tiny-llava-qwen",
+                                 "--device", "cuda", "--cache-dir", str(tmp_path)])
+    with pytest.raises(ValueError, match=r"0 CUDA device\(s\).*--device cpu"):
+        args.func(args)
+    assert not any(tmp_path.iterdir())  # refused before anything was written
 
 
 def test_models_pretrain_refuses_real_backbones(tmp_path):

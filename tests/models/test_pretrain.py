@@ -69,6 +69,7 @@ def test_cache_layout_and_report(two_runs):
     report = json.loads((folder / "pretrain_report.json").read_text())
     assert report["steps"] == 3 and report["seed"] == 1 and report["model"] == "tiny-llava-llama"
     assert report["train_samples"] == 8 and report["eval_samples"] == 4
+    assert report["device"].startswith("cpu")
     assert report["final_loss"] > 0 and len(report["loss_curve"]) >= 1
     for key in ("accuracy_before", "accuracy_after"):
         acc = report[key]
@@ -102,6 +103,19 @@ def test_stage_two_loads_the_vision_tower_and_keeps_it_frozen(two_runs, vision_r
     report = json.loads((vision_root / "tiny-vision" / "pretrain_report.json").read_text())
     assert report["stage"] == "vision" and report["pictures"] == 6
     assert {"colour", "shape", "fill", "count"} <= set(report["held_out_accuracy"])
+
+
+@pytest.mark.parametrize("device, message", [
+    ("meta", "'cpu' or a CUDA device"), ("not a device", "not a torch device"),
+    ("cuda:3", "0 CUDA device"),
+])
+def test_device_is_checked_before_any_work(tmp_path, monkeypatch, device, message):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(ValueError, match=message):
+        pretrain("tiny-llava-llama", out_dir=tmp_path, device=device, **MICRO)
+    with pytest.raises(ValueError, match=message):
+        pretrain_vision(out_dir=tmp_path, device=device, **VISION)
+    assert not any(tmp_path.iterdir())
 
 
 def test_stage_two_needs_stage_one(tmp_path):
