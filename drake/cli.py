@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from drake import __version__
 from drake.errors import DrakeError
+from drake.presets import PRESET_FIELDS, PRESET_NAMES, Preset, resolve_preset
 
 log = logging.getLogger("drake")
 
@@ -210,6 +211,36 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count_or_all(text: str) -> int | str:
+    """``--eval-per-task``: a count, or ``all`` for every test sample."""
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or 'all', got {text!r}") from None
+
+
+def _built_benchmark(root: Path) -> str:
+    """The registered name of the benchmark built in ``root`` (its manifest's)."""
+    manifest = root / "manifest.json"
+    try:
+        return str(json.loads(manifest.read_text(encoding="utf-8"))["benchmark"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DrakeError(f"{manifest}: cannot read the built benchmark's name ({exc}); "
+                         f"check the build with `drake verify {root}`") from exc
+
+
+def describe_preset(preset: Preset, settings: dict[str, Any]) -> str:
+    """The lines ``drake eval`` prints for a non-default preset: the resolved values, the
+    source and each departure."""
+    values = ", ".join(f"{k} {'all' if v is None and k == 'eval_per_task' else v}"
+                       for k, v in settings.items() if v is not None or k == "eval_per_task")
+    lines = [f"preset {preset.name} ({preset.source}): {values}"]
+    lines += [f"  departs from the paper: {d}" for d in preset.departures]
+    return "\n".join(lines)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -223,17 +254,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     get_method(args.method)  # fail fast on an unknown name
     root = eval_build(Path(args.data), args.benchmark)
     hparams = key_values("--hp", args.hp, "lam=0.01")
+    settings, preset = resolve_preset(args.preset, _built_benchmark(root), {
+        name: value for name in PRESET_FIELDS
+        if (value := getattr(args, name)) is not None and value != "all"} | (
+        {"eval_per_task": None} if args.eval_per_task == "all" else {}))
+    if args.preset != "cpu":
+        print(describe_preset(preset, settings), file=sys.stderr, flush=True)
     out = args.out or str(Path("runs") / f"{root.name}-{args.scenario}-{args.method}-s{args.seed}")
     cfg = RunConfig(data=str(root), scenario=args.scenario, method=args.method, out=out,
                     seed=args.seed, rounds=args.rounds, local_steps=args.local_steps,
-                    compute_budget=args.compute_budget, batch_size=args.batch_size, lr=args.lr,
-                    eval_every=args.eval_every, eval_per_task=args.eval_per_task,
-                    frac=args.frac, first_round_all=args.first_round_all,
+                    first_round_all=args.first_round_all,
                     mc_scoring=args.mc_scoring, model_mix=args.model_mix,
                     model=args.model,
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
-                    eval_initial=args.eval_initial, eval_tasks=args.eval_tasks)
+                    eval_initial=args.eval_initial, eval_tasks=args.eval_tasks,
+                    preset=args.preset, **settings)
     if sys.stderr.isatty():  # a rounds bar; tqdm draws nothing elsewhere, so lines there
         progress, hooks = _progress_rounds(f"{args.method} rounds"), []
         keepalive = contextlib.nullcontext()
@@ -449,16 +485,27 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=None,
                    help="runtime rounds (the scenario's stream is mapped onto them)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preset", choices=PRESET_NAMES, default="cpu",
+                   help="where the budget and evaluation settings below start from: cpu (the "
+                   "offline budget, default) or paper (the benchmark's published protocol; "
+                   "printed with its departures); a value given explicitly wins")
     p.add_argument("--local-steps", type=int, default=None,
                    help="local steps per round (default: matched to --compute-budget)")
-    p.add_argument("--compute-budget", type=int, default=20,
-                   help="SFT-equivalent local steps; each method gets its compute-matched share")
-    p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--eval-every", type=int, default=1)
-    p.add_argument("--eval-per-task", type=int, default=20,
-                   help="test samples per task at each evaluation point")
-    p.add_argument("--frac", type=float, default=1.0, help="fraction of clients per round")
+    p.add_argument("--compute-budget", type=int, default=None,
+                   help="SFT-equivalent local steps; each method gets its compute-matched share "
+                   "(cpu preset: 20)")
+    p.add_argument("--batch-size", type=int, default=None, help="(cpu preset: 4)")
+    p.add_argument("--lr", type=float, default=None, help="(cpu preset: 2e-3)")
+    p.add_argument("--eval-every", type=int, default=None,
+                   help="rounds between evaluations; the last round is always scored (cpu "
+                   "preset: 1)")
+    p.add_argument("--eval-per-task", type=_count_or_all, default=None, metavar="N|all",
+                   help="test samples per task at each evaluation point (cpu preset: 20)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="longest generated answer (default: the protocol's, 8 for multiple "
+                   "choice, 64 for generation)")
+    p.add_argument("--frac", type=float, default=None,
+                   help="fraction of clients per round (cpu preset: 1)")
     p.add_argument("--first-round-all", action="store_true",
                    help="every client trains in round 0, then --frac (pFedMMA's sampling)")
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")

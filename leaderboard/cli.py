@@ -95,6 +95,7 @@ def _board_rows(board: RankedBoard) -> list[dict[str, Any]]:
                 "group": row.group,
                 "method": e.method.name,
                 "provenance": e.provenance,
+                "preset": e.method.hyperparameters.get("preset"),
                 "value": row.value,
                 "interval": list(row.interval) if row.interval else None,
                 "std": e.metrics[board.primary].std if board.primary in e.metrics else None,
@@ -147,7 +148,8 @@ def _rich_table(board: RankedBoard) -> Table:
             else "–"
         )
         extra = [_fmt(m, e.metrics[m].mean) if m in e.metrics else "–" for m in others]
-        cells = [str(row.group) if row.group is not None else "–", e.method.name, e.provenance,
+        cells = [str(row.group) if row.group is not None else "–", e.method.name,
+                 e.provenance_label,
                  main, ci, *extra, str(e.n_seeds) if e.n_seeds is not None else "–",
                  info["source"]]
         table.add_row(*(Text(str(c)) for c in cells))

@@ -174,6 +174,15 @@ class Entry(_Strict):
     provenance: Provenance
     citation: Citation | None
 
+    @property
+    def provenance_label(self) -> str:
+        """``reported``, or ``reproduced`` with the run preset it used (``reproduced (paper
+        preset)``) when its hyper-parameters record one (runs since presets exist)."""
+        preset = self.method.hyperparameters.get("preset")
+        if self.provenance == "reproduced" and isinstance(preset, str):
+            return f"reproduced ({preset} preset)"
+        return self.provenance
+
     @model_validator(mode="after")
     def _structure(self) -> Entry:
         self._check_metric_names_and_ranges()

@@ -290,7 +290,7 @@ def _row(row: RankedRow, primary: str, others: Sequence[str]) -> str:
     cells = [
         rank_cell,
         f'<td data-sort="{_e(entry.method.name)}">{_e(entry.method.name)}</td>',
-        f"<td>{_e(entry.provenance)}</td>",
+        f"<td>{_e(entry.provenance_label)}</td>",
         _metric_cell(entry, primary),
         *(_metric_cell(entry, m) for m in others),
         f'<td class="num" data-sort="{"" if seeds is None else seeds}">'

@@ -104,6 +104,9 @@ class RunConfig:
     #: that A_last / A_AUC keep the paper's definition).
     eval_initial: bool = False
     method_hparams: dict[str, Any] = field(default_factory=dict)
+    #: the preset the budget and evaluation settings came from (:mod:`drake.presets`);
+    #: recorded, the values above are what runs
+    preset: str = "cpu"
 
     def validate(self) -> None:
         if self.mc_scoring not in ("generate", "loglik"):

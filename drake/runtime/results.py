@@ -121,7 +121,8 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
                "first_round_all": cfg.first_round_all,
                "eval_per_task": cfg.eval_per_task if cfg.eval_per_task is not None else -1,
                "pretrained": cfg.pretrained, "data_scenario": data.scenario,
-               "max_new_tokens": runtime.max_new_tokens}
+               "max_new_tokens": runtime.max_new_tokens, "eval_every": cfg.eval_every,
+               "preset": cfg.preset}
     if cfg.local_steps is None:  # the budget set local_steps (by the method's compute ratio)
         hparams["compute_budget"] = cfg.compute_budget
     if cfg.lora_r:

@@ -108,3 +108,49 @@ def test_eval_piped_prints_round_lines_and_the_table_names_the_settings(qs, tmp_
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["scoring"]["mc_scoring"] == "loglik"
     assert results["method"]["hyperparameters"]["eval_per_task"] == 2
+
+
+def test_paper_preset_sets_the_protocol_prints_its_departures_and_is_recorded(qs, tmp_path,
+                                                                              capsys):
+    # FedMosaic's protocol on the twin, with the two slow settings overridden explicitly
+    assert main(["eval", "--method", "sft", "--data", str(qs / "data" / "drake-synth"),
+                 "--preset", "paper", "--rounds", "1", "--local-steps", "1",
+                 "--eval-per-task", "2", "--mc-scoring", "loglik", "--untrained",
+                 "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    head = next(line for line in err.splitlines() if line.startswith("preset paper"))
+    assert "FedMosaic" in head and "lr 2e-05" in head and "batch_size 4" in head
+    assert "eval_per_task 2" in head and "max_new_tokens 512" in head  # given value wins
+    assert "departs from the paper: batch 1 x gradient accumulation 4" in err
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["preset"] == "paper" and config["lr"] == 2e-5
+    assert config["eval_every"] == 5 and config["eval_per_task"] == 2
+    hp = json.loads((tmp_path / "run" / "results.json").read_text())["method"]["hyperparameters"]
+    assert hp["preset"] == "paper" and hp["lr"] == 2e-5 and hp["max_new_tokens"] == 512
+    assert hp["eval_every"] == 5
+
+
+def test_cpu_preset_is_the_default_and_all_scores_every_test_sample(qs, tmp_path, capsys):
+    assert main(["eval", "--method", "sft", "--data", str(qs / "data" / "drake-synth"),
+                 "--rounds", "1", "--local-steps", "1", "--eval-per-task", "all",
+                 "--mc-scoring", "loglik", "--untrained", "--out", str(tmp_path / "run")]) == 0
+    assert "preset" not in capsys.readouterr().err
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["preset"] == "cpu" and config["eval_per_task"] is None
+    assert (config["lr"], config["batch_size"], config["compute_budget"]) == (2e-3, 4, 20)
+
+
+def test_a_benchmark_without_a_paper_preset_is_an_error_that_names_the_way_round(qs, tmp_path,
+                                                                                 capsys,
+                                                                                 monkeypatch):
+    monkeypatch.setattr("drake.cli._built_benchmark", lambda root: "cifar10-dir")
+    assert main(["eval", "--method", "sft", "--data", str(qs / "data" / "drake-synth"),
+                 "--preset", "paper", "--out", str(tmp_path / "run")]) == 2
+    err = one_line_error(capsys)
+    assert "'cifar10-dir' has no paper preset yet" in err and "--preset cpu" in err
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(SystemExit) as exc:  # argparse
+        main(["eval", "--method", "sft", "--data", str(qs / "data" / "drake-synth"),
+              "--eval-per-task", "some"])
+    assert exc.value.code == 2
+    assert "expected a count or 'all', got 'some'" in capsys.readouterr().err

@@ -277,3 +277,18 @@ def test_headless_chromium_filters_change_what_is_shown(tmp_path, board_with_run
     assert _body(dom)["data-js"] == "ok" and "pwned" not in dom.split("<body", 1)[0]
     assert len(_parse(dom).scripts) == 1
     assert "&lt;script&gt;document.title=\"pwned\"&lt;/script&gt; Lab" in dom
+
+
+def test_a_reproduced_entry_shows_the_preset_it_ran(tmp_path, empty_board, data_dir,
+                                                    make_result, write_run) -> None:
+    docs = [make_result(s) for s in range(2)]
+    for doc in docs:
+        doc["method"]["hyperparameters"]["preset"] = "paper"
+    submit([write_run(tmp_path / str(s), d) for s, d in enumerate(docs)], submitter="T",
+           link=LINK, leaderboard_path=empty_board, data_dirs=[data_dir], date="2025-06-02")
+    entry = load_leaderboard(empty_board).entries[0]
+    assert entry.provenance == "reproduced"
+    assert entry.provenance_label == "reproduced (paper preset)"
+    assert "<td>reproduced (paper preset)</td>" in render_html(load_leaderboard(empty_board))
+    entry.method.hyperparameters.pop("preset")  # a run from before presets: the plain label
+    assert entry.provenance_label == "reproduced"

@@ -1,0 +1,116 @@
+"""Run presets: the budget and evaluation protocol a run starts from.
+
+``cpu`` is the small budget every offline run, test and quickstart uses; ``paper`` is a
+benchmark's published protocol, as far as the local runtime can express it. A preset fills the
+run settings that ``drake eval`` is not given; a value given on the command line always wins.
+The preset's name and every resolved value go into ``config.json`` and ``results.json``, so a
+leaderboard entry says which protocol produced it.
+
+Each ``paper`` preset names its source and lists, one line each, where the run departs from
+the paper because the runtime cannot express it (recorded in the results as well). A benchmark
+without a paper preset is an error that says so, never a silent fall-back to ``cpu``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from drake.errors import UnknownNameError
+
+__all__ = ["PRESET_NAMES", "PRESET_FIELDS", "Preset", "get_preset", "resolve_preset"]
+
+#: The run settings a preset sets (``RunConfig`` fields); ``eval_per_task`` and
+#: ``max_new_tokens`` may be None: every test sample, the protocol's default length.
+PRESET_FIELDS = ("compute_budget", "batch_size", "lr", "eval_every", "eval_per_task", "frac",
+                 "max_new_tokens")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One preset for one benchmark: its values, their source and the departures."""
+
+    name: str
+    values: Mapping[str, Any]
+    source: str
+    departures: tuple[str, ...] = field(default=())
+
+
+_CPU = Preset("cpu", MappingProxyType({
+    "compute_budget": 20, "batch_size": 4, "lr": 2e-3, "eval_every": 1, "eval_per_task": 20,
+    "frac": 1.0, "max_new_tokens": None,
+}), "the offline budget: 20 SFT-equivalent steps per round, 20 test samples per task")
+
+# FedMosaic's protocol on DRAKE and HFLB (paper §6 and A.5; the public code's scripts, see
+# shared/reference/fedmosaic-drake-hflb.md): lr 2e-5 (PQ-LoRA's P and Q at 5e-5 through the
+# method's pq_lr_scale of 2.5), 100 SFT steps per round (each method's compute-matched share:
+# FedMosaic 94, Ditto 50, ...), batch 1 with gradient accumulation 4, evaluation every 5 rounds
+# (the end of each task) on the whole test set, greedy answers of up to 512 tokens.
+_FEDMOSAIC = Preset("paper", MappingProxyType({
+    "compute_budget": 100, "batch_size": 4, "lr": 2e-5, "eval_every": 5, "eval_per_task": None,
+    "frac": 1.0, "max_new_tokens": 512,
+}), "FedMosaic (DRAKE/HFLB) §6, A.5 and its public training scripts", (
+    "batch 1 x gradient accumulation 4 runs as one batch of 4 (the loss is the mean over the "
+    "batch's answer tokens, not the mean of four per-sample means)",
+    "the 7 unseen tasks are not scored at the end of the run (the fast-adaptation experiment "
+    "is issue #20's)",
+    "the learning rate is constant in both; bf16 on GPU there, float32 on the CPU here",
+))
+
+# FediLoRA's protocol (paper §4, A; its public code, see shared/reference/pfedmma-fedilora-tap.md
+# §3): AdamW 3e-4, batch 32, 40% of the 10 clients per round, each client one local epoch over a
+# random 30% (then 50%) of its rows, 8 rounds; scored once at the end (the last round is always
+# scored): the global model on the global test split, the personalised ones on their local test
+# rows, all samples.
+_FEDILORA = Preset("paper", MappingProxyType({
+    "compute_budget": 20, "batch_size": 32, "lr": 3e-4, "eval_every": 8, "eval_per_task": None,
+    "frac": 0.4, "max_new_tokens": None,
+}), "FediLoRA §4 and its public training code", (
+    "one local epoch over a random 30-50% of a client's rows runs as 20 steps of 32 (about one "
+    "such epoch of SAM-LLaVA's ~1,800 rows per client: 17-28 steps)",
+    "fp16 on GPU there, float32 on the CPU here",
+))
+
+_PAPER: Mapping[str, Preset] = MappingProxyType({
+    "drake": _FEDMOSAIC, "hflb": _FEDMOSAIC,
+    # the offline twins run their paper's protocol on the tiny models
+    "drake-synth": _FEDMOSAIC,
+    "fedilora": _FEDILORA, "synth-caption": _FEDILORA,
+})
+
+PRESET_NAMES = ("cpu", "paper")
+
+
+def get_preset(name: str, benchmark: str) -> Preset:
+    """The preset ``name`` for ``benchmark`` (its registered name).
+
+    Raises
+    ------
+    UnknownNameError
+        For an unknown preset, or ``paper`` on a benchmark that has none yet (naming the ones
+        that do and the way round it).
+    """
+    if name == "cpu":
+        return _CPU
+    if name != "paper":
+        raise UnknownNameError(f"unknown preset {name!r}; choose one of {', '.join(PRESET_NAMES)}")
+    if benchmark not in _PAPER:
+        raise UnknownNameError(
+            f"benchmark {benchmark!r} has no paper preset yet (there is one for "
+            f"{', '.join(sorted(_PAPER))}); run it with --preset cpu and give the paper's "
+            "values explicitly (--lr, --compute-budget, --batch-size, --eval-every, "
+            "--eval-per-task, --frac, --max-new-tokens)")
+    return _PAPER[benchmark]
+
+
+def resolve_preset(name: str, benchmark: str, given: Mapping[str, Any]
+                   ) -> tuple[dict[str, Any], Preset]:
+    """Every :data:`PRESET_FIELDS` value for a run: ``given`` (the ones set explicitly; absent
+    keys are not set) over the preset's. Returns the values and the preset."""
+    preset = get_preset(name, benchmark)
+    unknown = sorted(set(given) - set(PRESET_FIELDS))
+    if unknown:
+        raise ValueError(f"a preset does not set {unknown}; it sets {', '.join(PRESET_FIELDS)}")
+    return {**preset.values, **given}, preset

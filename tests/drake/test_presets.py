@@ -1,0 +1,42 @@
+"""Run presets: the values each sets, explicit values over them, and their errors."""
+
+import pytest
+
+from drake.errors import UnknownNameError
+from drake.presets import PRESET_FIELDS, get_preset, resolve_preset
+from drake.runtime import RunConfig
+
+
+def test_every_preset_sets_every_field_and_the_cpu_preset_is_runconfigs_default():
+    defaults = RunConfig(data="d", scenario="s", method="m", out="o")
+    cpu = get_preset("cpu", "drake-synth")
+    assert set(cpu.values) == set(PRESET_FIELDS)
+    assert {k: getattr(defaults, k) for k in PRESET_FIELDS} == dict(cpu.values)
+    for benchmark in ("drake", "hflb", "drake-synth", "fedilora", "synth-caption"):
+        paper = get_preset("paper", benchmark)
+        assert set(paper.values) == set(PRESET_FIELDS) and paper.source and paper.departures
+
+
+def test_fedmosaic_paper_values():
+    values = dict(get_preset("paper", "drake").values)
+    assert values == {"compute_budget": 100, "batch_size": 4, "lr": 2e-5, "eval_every": 5,
+                      "eval_per_task": None, "frac": 1.0, "max_new_tokens": 512}
+    assert get_preset("paper", "hflb") is get_preset("paper", "drake")
+
+
+def test_fedilora_paper_values():
+    values = dict(get_preset("paper", "fedilora").values)
+    assert (values["lr"], values["batch_size"], values["frac"]) == (3e-4, 32, 0.4)
+    assert values["eval_per_task"] is None
+
+
+def test_explicit_values_win_and_unknown_names_fail():
+    values, preset = resolve_preset("paper", "drake", {"lr": 1e-4, "eval_per_task": 8})
+    assert preset.name == "paper" and values["lr"] == 1e-4 and values["eval_per_task"] == 8
+    assert values["compute_budget"] == 100
+    with pytest.raises(UnknownNameError, match="unknown preset 'fast'"):
+        get_preset("fast", "drake")
+    with pytest.raises(UnknownNameError, match="'tap' has no paper preset yet"):
+        get_preset("paper", "tap")
+    with pytest.raises(ValueError, match=r"does not set \['rounds'\]"):
+        resolve_preset("cpu", "drake", {"rounds": 3})
