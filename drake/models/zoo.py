@@ -154,9 +154,11 @@ _BY_HF_ID: Mapping[str, ModelInfo] = MappingProxyType(
 def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
     """Look a model up by short name or by Hugging Face id (case-insensitive for ids).
 
-    With ``any_hub_id=True``, an ``owner/name`` id outside the zoo gets an ad-hoc entry (family
-    guessed from the id, the real backbones' LoRA defaults, a size rank above every zoo model),
-    so that any LLaVA-style checkpoint on the Hub can be loaded.
+    With ``any_hub_id=True``, an ``owner/name`` id outside the zoo gets an ad-hoc entry, so that
+    any LLaVA-style or CLIP checkpoint on the Hub can be loaded: an id containing ``clip`` is
+    the CLIP kind (CLIP-LoRA's defaults, a rank above the CLIP zoo's); any other is a LLaVA
+    model (family guessed from the id, the real backbones' LoRA defaults, a size rank above
+    every zoo model).
 
     Raises
     ------
@@ -171,6 +173,9 @@ def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
     if info is not None:
         return info
     if any_hub_id and _looks_like_hub_id(name):
+        if "clip" in name.lower():  # a dual encoder (e.g. openai/clip-vit-large-patch14)
+            return ModelInfo(name, name, "clip", len(CLIP_ZOO), False, _CLIP_LORA, "?",
+                             kind="clip")
         family = "qwen" if "qwen" in name.lower() else "llama"
         return ModelInfo(name, name, family, len(_ENTRIES), False, _REAL_LORA, "?")
     raise UnknownNameError(

@@ -84,6 +84,15 @@ def test_unknown_name_names_the_fix():
     info = get_info("someone/qwen-llava", any_hub_id=True)
     assert info.hf_id == "someone/qwen-llava" and info.family == "qwen" and not info.offline
     assert info.size_rank > max(i.size_rank for i in ZOO.values())
+    assert info.kind == "llava"
+
+
+def test_an_unknown_clip_hub_id_is_the_clip_kind():
+    info = get_info("openai/clip-vit-large-patch14", any_hub_id=True)
+    assert (info.kind, info.family, info.hf_id, info.offline) == (
+        "clip", "clip", "openai/clip-vit-large-patch14", False)
+    assert info.lora_defaults is CLIP_ZOO["clip-vit-b16"].lora_defaults
+    assert info.size_rank > max(i.size_rank for i in CLIP_ZOO.values())
 
 
 def test_cache_dir_precedence(monkeypatch, tmp_path):
