@@ -581,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("drake: interrupted", file=sys.stderr)
         return 130
     except (DrakeError, ValueError, OSError) as exc:
+        if args.verbose:  # a user error is one line; --verbose still shows where it came from
+            log.error("traceback", exc_info=True)
         print(f"drake: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except MemoryError:

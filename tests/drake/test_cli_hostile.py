@@ -205,3 +205,15 @@ def test_key_values_read_json_where_it_is_json_and_text_otherwise():
                               "lam=1e-3", "ranks=[8,4]", "n=-2", "name=true-ish"], "lam=0.01")
     assert got == {"similarity": "flat", "b_features": "adapter", "prune": False, "lam": 1e-3,
                    "ranks": [8, 4], "n": -2, "name": "true-ish"}
+
+
+def test_a_user_error_is_one_line_and_verbose_adds_its_traceback(tmp_path, capsys, caplog):
+    missing = tmp_path / "no-such-build"
+    assert main(["info", str(missing)]) == 2
+    plain = capsys.readouterr().err
+    assert plain.startswith("drake: error: ") and "Traceback" not in plain
+    assert not any(r.exc_info for r in caplog.records)
+    assert main(["--verbose", "info", str(missing)]) == 2
+    assert capsys.readouterr().err == plain  # the same one line, and the traceback logged
+    logged = [r for r in caplog.records if r.exc_info]
+    assert len(logged) == 1 and "not a DRAKE build" in str(logged[0].exc_info[1])
