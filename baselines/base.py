@@ -54,6 +54,9 @@ class AdapterConfig:
     r: int | None = None
     alpha: int | None = None
     dropout: float | None = None
+    #: last names of the modules to adapt among the zoo's targets (e.g. ``("q_proj",
+    #: "v_proj")``); None adapts every zoo target
+    modules: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

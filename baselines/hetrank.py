@@ -1,7 +1,7 @@
 """Federated LoRA with a different rank on every client: FediLoRA, HetLoRA and FlexLoRA.
 
 FediLoRA's setting (``shared/papers/fedilora.txt`` §3, its Tab. 1 baselines): client ``k``
-trains a LoRA of rank ``r_k`` (default :data:`FEDILORA_RANKS`, cycled over the clients) with a
+trains a LoRA on the query and value maps (:data:`TARGETS`) of rank ``r_k`` (default :data:`FEDILORA_RANKS`, cycled over the clients) with a
 common ``alpha``, so its update is ``ΔW_k = (alpha / r_k) B_k A_k``; it uploads ``A_k`` (``r_k``
 rows) and ``B_k`` (``r_k`` columns) only. The server builds a global LoRA of rank
 ``r_g = max_k r_k`` and sends each client its first ``r_k`` rows / columns (truncation). The
@@ -244,6 +244,12 @@ def _ranks(value) -> tuple[int, ...]:
     return ranks
 
 
+#: ``targets``: the modules each client's LoRA adapts, among the model's zoo targets. FediLoRA
+#: (and the FLoRA, FlexLoRA and HetLoRA runs it compares with) put LoRA on the attention's query
+#: and value maps only (``qv``, the default); ``all`` adapts every linear layer the zoo targets.
+TARGETS: dict[str, tuple[str, ...] | None] = {"qv": ("q_proj", "v_proj"), "all": None}
+
+
 class _HetRank(Method):
     """Shared by the heterogeneous-rank methods: rank per client, masking, scaling, uploads of
     the client's own rank, truncated messages (see the module docstring)."""
@@ -251,12 +257,15 @@ class _HetRank(Method):
     kinds = ("llava", "clip")
 
     def __init__(self, lr: float = 1e-3, ranks="fedilora", alpha: int = 32,
-                 global_alpha: int | None = None, **hp) -> None:
+                 global_alpha: int | None = None, targets: str = "qv", **hp) -> None:
         self.ranks = _ranks(ranks)
         self.alpha = int(alpha)
         self.global_alpha = int(global_alpha) if global_alpha else 2 * max(self.ranks)
+        if targets not in TARGETS:
+            raise ValueError(f"targets must be one of {', '.join(TARGETS)}, got {targets!r}")
+        self.targets = targets
         super().__init__(lr=lr, ranks=list(self.ranks), alpha=self.alpha,
-                         global_alpha=self.global_alpha, **hp)
+                         global_alpha=self.global_alpha, targets=targets, **hp)
         #: the last global LoRA of each architecture group, at rank r_g (server state)
         self._global: dict[str, State] = {}
 
@@ -268,7 +277,7 @@ class _HetRank(Method):
         return self.ranks[cid % len(self.ranks)]
 
     def adapters(self) -> dict[str, AdapterConfig]:
-        return {LOCAL: AdapterConfig(r=self.top, alpha=self.alpha)}
+        return {LOCAL: AdapterConfig(r=self.top, alpha=self.alpha, modules=TARGETS[self.targets])}
 
     def _weight(self, cid: int) -> float:
         """Activation weight giving client ``cid`` the scale alpha / r_k on a rank-r_g adapter."""
@@ -504,7 +513,8 @@ class FLoRA(_HetRank):
 
     def adapters(self) -> dict[str, AdapterConfig]:
         # alpha = scale * r_g: every client's scale alpha_k / r_k is `scale` at weight 1
-        return {LOCAL: AdapterConfig(r=self.top, alpha=int(round(self.scale * self.top)))}
+        return {LOCAL: AdapterConfig(r=self.top, alpha=int(round(self.scale * self.top)),
+                                     modules=TARGETS[self.targets])}
 
     def _weight(self, cid: int) -> float:
         return 1.0

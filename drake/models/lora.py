@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -21,10 +21,23 @@ from peft.tuners.tuners_utils import BaseTunerLayer
 
 from drake.models.zoo import LLM_LINEAR_REGEX
 
-__all__ = ["add_lora", "adapter_state", "load_adapter_state", "lora_module_names"]
+__all__ = ["add_lora", "adapter_state", "load_adapter_state", "lora_module_names",
+           "restrict_targets"]
 
 _PEFT_PREFIX = "base_model.model."
 _FORBIDDEN = ("vision_tower", "multi_modal_projector")
+
+
+def restrict_targets(target_regex: str | None, modules: Sequence[str]) -> str:
+    """A peft ``target_modules`` regex for the modules ``target_regex`` matches (default
+    :data:`~drake.models.zoo.LLM_LINEAR_REGEX`) whose last name is one of ``modules``, e.g.
+    ``("q_proj", "v_proj")``: FediLoRA's query and value maps inside whatever part of the model
+    the zoo adapts (the language model of a LLaVA, the text tower of a CLIP)."""
+    names = [str(m) for m in modules]
+    if not names or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", m) for m in names):
+        raise ValueError(f"modules must be module names such as q_proj, got {modules!r}")
+    leaf = "|".join(sorted(set(names)))
+    return rf"(?=.*\.(?:{leaf})$)(?:{target_regex or LLM_LINEAR_REGEX})"
 
 
 def add_lora(

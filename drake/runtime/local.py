@@ -339,6 +339,7 @@ class LocalRuntime:
     # --- set-up ------------------------------------------------------------------------------
     def _load_models(self) -> None:
         from drake.models import ZOO, add_lora, load_model
+        from drake.models.lora import restrict_targets
         from drake.models.zoo import cache_dir as default_cache_dir
         from drake.models.zoo import get_info
 
@@ -392,7 +393,9 @@ class LocalRuntime:
                                      alpha=acfg.alpha or lora["alpha"],
                                      dropout=acfg.dropout if acfg.dropout is not None
                                      else lora["dropout"],
-                                     target_regex=lora["target_regex"])
+                                     target_regex=lora["target_regex"] if not acfg.modules
+                                     else restrict_targets(lora["target_regex"],
+                                                           acfg.modules))
                 control = PeftAdapters(model, list(self.method.adapters()))
             bundle.model = control.model
             self.controls[arch] = control

@@ -172,6 +172,37 @@ def test_rank_per_client_runs_under_the_generation_protocol(caption, tmp_path, c
                for k, v in flat.items()
                if k.startswith("client/0/adapter/local/") and ".lora_A." in k)
     assert results["cost"]["comm_bytes_up_per_round"] == [50 * unit, 50 * unit]
+    # FediLoRA's targets by default: the language model's query and value maps only
+    adapted = {k.split("/adapter/local/")[1].rsplit(".lora_", 1)[0]
+               for k in flat if k.startswith("client/0/adapter/local/")}
+    assert adapted and all(m.rsplit(".", 1)[1] in ("q_proj", "v_proj") for m in adapted)
+    assert all("language_model" in m for m in adapted)
+    assert results["method"]["hyperparameters"]["targets"] == "qv"
+
+
+def test_targets_restrict_the_zoo_s_lora_targets_to_the_named_maps():
+    from baselines import get_method
+    from drake.models import add_lora, load_model, lora_module_names
+    from drake.models.lora import restrict_targets
+    from drake.models.zoo import CLIP_LORA_REGEX, LLM_LINEAR_REGEX
+
+    bundle = load_model("tiny-llava-qwen", pretrained=False)
+    qv = lora_module_names(add_lora(bundle.model, "a", r=2, alpha=4, target_regex=restrict_targets(
+        LLM_LINEAR_REGEX, ("v_proj", "q_proj"))), "a")
+    every = lora_module_names(add_lora(load_model("tiny-llava-qwen", pretrained=False).model, "a",
+                                       r=2, alpha=4), "a")
+    assert set(qv) == {m for m in every if m.endswith((".q_proj", ".v_proj"))}
+    assert len(qv) == 2 * bundle.model.config.text_config.num_hidden_layers < len(every)
+    # a CLIP's zoo targets are its text tower's q and v already: restricting keeps them all
+    assert restrict_targets(CLIP_LORA_REGEX, ("q_proj", "v_proj")).endswith(f"(?:{CLIP_LORA_REGEX})")
+    fedilora = get_method("fedilora")
+    assert fedilora().adapters()["local"].modules == ("q_proj", "v_proj")
+    assert fedilora(targets="all").adapters()["local"].modules is None
+    assert get_method("flora")().adapters()["local"].modules == ("q_proj", "v_proj")
+    with pytest.raises(ValueError, match="targets must be one of qv, all, got 'qkv'"):
+        fedilora(targets="qkv")
+    with pytest.raises(ValueError, match="module names such as q_proj"):
+        restrict_targets(None, ("q_proj|.*",))
 
 
 def test_flora_stack_product_is_the_weighted_sum_exactly():
