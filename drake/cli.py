@@ -254,10 +254,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     get_method(args.method)  # fail fast on an unknown name
     root = eval_build(Path(args.data), args.benchmark)
     hparams = key_values("--hp", args.hp, "lam=0.01")
-    settings, preset = resolve_preset(args.preset, _built_benchmark(root), {
-        name: value for name in PRESET_FIELDS
-        if (value := getattr(args, name)) is not None and value != "all"} | (
-        {"eval_per_task": None} if args.eval_per_task == "all" else {}))
+    given = {name: getattr(args, name) for name in PRESET_FIELDS
+             if getattr(args, name) is not None}
+    if given.get("eval_per_task") == "all":  # every test sample
+        given["eval_per_task"] = None
+    settings, preset = resolve_preset(args.preset, _built_benchmark(root), given)
     if args.preset != "cpu":
         print(describe_preset(preset, settings), file=sys.stderr, flush=True)
     out = args.out or str(Path("runs") / f"{root.name}-{args.scenario}-{args.method}-s{args.seed}")

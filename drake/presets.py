@@ -7,7 +7,7 @@ The preset's name and every resolved value go into ``config.json`` and ``results
 leaderboard entry says which protocol produced it.
 
 Each ``paper`` preset names its source and lists, one line each, where the run departs from
-the paper because the runtime cannot express it (recorded in the results as well). A benchmark
+the paper because the runtime cannot express it (``drake eval`` prints them). A benchmark
 without a paper preset is an error that says so, never a silent fall-back to ``cpu``.
 """
 

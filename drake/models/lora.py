@@ -28,11 +28,14 @@ _PEFT_PREFIX = "base_model.model."
 _FORBIDDEN = ("vision_tower", "multi_modal_projector")
 
 
-def restrict_targets(target_regex: str | None, modules: Sequence[str]) -> str:
+def restrict_targets(target_regex: str | None, modules: Sequence[str] | None) -> str | None:
     """A peft ``target_modules`` regex for the modules ``target_regex`` matches (default
     :data:`~drake.models.zoo.LLM_LINEAR_REGEX`) whose last name is one of ``modules``, e.g.
     ``("q_proj", "v_proj")``: FediLoRA's query and value maps inside whatever part of the model
-    the zoo adapts (the language model of a LLaVA, the text tower of a CLIP)."""
+    the zoo adapts (the language model of a LLaVA, the text tower of a CLIP). ``modules=None``
+    restricts nothing: ``target_regex`` comes back as it is."""
+    if modules is None:
+        return target_regex
     names = [str(m) for m in modules]
     if not names or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", m) for m in names):
         raise ValueError(f"modules must be module names such as q_proj, got {modules!r}")

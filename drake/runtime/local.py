@@ -393,9 +393,8 @@ class LocalRuntime:
                                      alpha=acfg.alpha or lora["alpha"],
                                      dropout=acfg.dropout if acfg.dropout is not None
                                      else lora["dropout"],
-                                     target_regex=lora["target_regex"] if not acfg.modules
-                                     else restrict_targets(lora["target_regex"],
-                                                           acfg.modules))
+                                     target_regex=restrict_targets(lora["target_regex"],
+                                                                   acfg.modules))
                 control = PeftAdapters(model, list(self.method.adapters()))
             bundle.model = control.model
             self.controls[arch] = control
