@@ -179,6 +179,8 @@ class Method(ABC):
         self.hparams = {"lr": lr, **hparams}
         #: the last mean of each (adapter, architecture group), see share_within_groups
         self._group_means: dict[tuple[str, str], State] = {}
+        #: what the method counted over the run (see :meth:`count`), written to results.json
+        self.diagnostics: dict[str, float] = {}
 
     # --- set-up --------------------------------------------------------------------------------
     def setup(self, bundles: Mapping[str, Any], public: Sequence[Mapping[str, Any]], *,
@@ -235,16 +237,32 @@ class Method(ABC):
                   round: int) -> dict[int, Payload]:
         """One message per client that should receive one this round."""
 
+    def count(self, key: str, value: float = 1.0, how: str = "sum") -> None:
+        """Record a diagnostic at the server (``how``: ``sum``, ``min`` or ``max`` over the
+        run), e.g. FediLoRA's layer edits; totals are checkpointed and written to the results
+        file's ``diagnostics``."""
+        if how not in ("sum", "min", "max"):
+            raise ValueError(f"how must be sum, min or max, got {how!r}")
+        old = self.diagnostics.get(key)
+        value = float(value)
+        self.diagnostics[key] = (value if old is None else old + value if how == "sum"
+                                 else min(old, value) if how == "min" else max(old, value))
+
     def server_state(self) -> dict[str, torch.Tensor]:
         """Tensors the server keeps between rounds (checkpointed by the runtime); subclasses
         that add their own extend this one."""
-        return {f"group/{adapter}/{arch}/{key}": value
-                for (adapter, arch), mean in sorted(self._group_means.items())
-                for key, value in mean.items()}
+        state = {f"group/{adapter}/{arch}/{key}": value
+                 for (adapter, arch), mean in sorted(self._group_means.items())
+                 for key, value in mean.items()}
+        state.update({f"diagnostics/{key}": torch.tensor(value, dtype=torch.float64)
+                      for key, value in sorted(self.diagnostics.items())})
+        return state
 
     def load_server_state(self, state: Mapping[str, torch.Tensor]) -> None:
         """Restore :meth:`server_state` after a resume."""
         self._group_means = {}
+        self.diagnostics = {name.removeprefix("diagnostics/"): float(value)
+                            for name, value in state.items() if name.startswith("diagnostics/")}
         for name, value in state.items():
             if name.startswith("group/"):
                 _, adapter, arch, key = name.split("/", 3)

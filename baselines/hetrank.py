@@ -305,17 +305,19 @@ class _HetRank(Method):
             loss = client.loss(client.next_batch(), [LOCAL], weight)
             client.step(LOCAL, loss + self._regulariser(client))
             total += float(loss.detach())
-        own = self._after_training(client, self._mask(client))
+        own, events = self._after_training(client, self._mask(client))
         return Payload({LOCAL: own}, {"loss": total / client.steps if client.steps else 0.0,
-                                      "rank": self.client_rank(client)})
+                                      "rank": self.client_rank(client), "events": events})
 
     def _regulariser(self, client) -> torch.Tensor | float:
         """A term added to the local loss (none by default)."""
         return 0.0
 
-    def _after_training(self, client, own: State) -> State:
-        """The upload of client ``client`` (rank-r_k state) after local training."""
-        return own
+    def _after_training(self, client, own: State) -> tuple[State, dict[str, tuple[float, str]]]:
+        """The upload of client ``client`` (rank-r_k state) after local training, and what
+        happened to it for the run's diagnostics (``{key: (value, how)}``, see
+        :meth:`Method.count`)."""
+        return own, {}
 
     def predict(self, client, samples, answer):
         return answer(samples, {LOCAL: self._weight(client.id)})
@@ -324,7 +326,13 @@ class _HetRank(Method):
     def _combine(self, states: list[State], infos: list[ClientInfo]) -> State:
         """The global LoRA (rank r_g) of one architecture group's uploads: the method's rule."""
 
+    def _count_events(self, uploads) -> None:
+        for cid in sorted(uploads):
+            for key, (value, how) in sorted(uploads[cid].meta.get("events", {}).items()):
+                self.count(key, value, how)
+
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
+        self._count_events(uploads)
         for arch, ids in group_by_arch(clients[i] for i in uploads).items():
             self._global[arch] = self._combine([uploads[i].tensors[LOCAL] for i in ids],
                                                [clients[i] for i in ids])
@@ -381,11 +389,14 @@ class FediLoRA(_HetRank):
         for k in [k for k in client.state if k.startswith("received/")]:
             del client.state[k]
         if self.edit == "none" or not received:
-            return own
-        edited, _, _ = edit_least_similar(own, received, threshold=self.threshold,
-                                          matrices=self.edit, mode=self.edit_mode)
+            return own, {}
+        edited, layer, gamma = edit_least_similar(own, received, threshold=self.threshold,
+                                                  matrices=self.edit, mode=self.edit_mode)
         client.set(LOCAL, pad(edited, self.top))
-        return edited
+        # every check, the edits it made and the lowest similarity seen (A-editing never fires
+        # while local A stays within the threshold of the global one)
+        return edited, {"edit_checks": (1.0, "sum"), "edits": (float(layer is not None), "sum"),
+                        "edit_similarity_min": (gamma, "min")}
 
     def _combine(self, states, infos):
         return dimension_wise(states, [max(i.num_samples, 1) for i in infos])
@@ -442,15 +453,16 @@ class HetLoRA(_HetRank):
         before = client.state.pop("tail_before", None)
         r = self.client_rank(client)
         if not self.prune or before is None:
-            return own
+            return own, {}
         with torch.no_grad():
             after = tail_norms(self._pairs(client), r, self.gamma)
         smaller = pruned_rank(r, self.gamma)
-        if float(after) < float(before) and smaller < r:
+        pruned = float(after) < float(before) and smaller < r
+        if pruned:
             client.state["rank"] = torch.tensor(smaller)
             own = truncate(own, smaller)
             client.set(LOCAL, pad(own, self.top))
-        return own
+        return own, {"prunes": (float(pruned), "sum"), "rank_min": (float(_rank(own)), "min")}
 
     def _combine(self, states, infos):
         return norm_weighted(states)
@@ -550,6 +562,7 @@ class FLoRA(_HetRank):
         client.set(LOCAL, fresh)
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
+        self._count_events(uploads)
         out = {}
         for arch, ids in group_by_arch(clients[i] for i in uploads).items():
             stacked = self._combine([uploads[i].tensors[LOCAL] for i in ids],

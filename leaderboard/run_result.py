@@ -30,7 +30,8 @@ Layout (all scores on the 0-100 scale unless the metric says otherwise, see
       "scoring": {"mc_scoring": "loglik", "bertscore_model": null},
       "software": {"package_version": "0.1.0", "git_hash": "<7-40 hex>",
                    "python": "3.11.7", "torch": "2.4.0", "transformers": "4.46.0"},
-      "created_at": "2025-06-01T12:00:00+00:00"
+      "created_at": "2025-06-01T12:00:00+00:00",
+      "diagnostics": {"edit_checks": 12, "edits": 1}      # optional: what the method counted
     }
 
 Conventions the runtime must follow:
@@ -192,6 +193,9 @@ class RunResult(_Strict):
     scoring: RunScoring
     software: RunSoftware
     created_at: Text(40, 1)
+    #: what the method counted over the run (e.g. FediLoRA's edit checks and edits, HetLoRA's
+    #: prunes); informative, never ranked
+    diagnostics: Params | None = None
 
     @field_validator("created_at")
     @classmethod

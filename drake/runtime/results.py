@@ -169,6 +169,9 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
                      "transformers": transformers.__version__},
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if runtime.method.diagnostics:
+        result["diagnostics"] = {k: round(v, 6) for k, v in
+                                 sorted(runtime.method.diagnostics.items())}
     extra = getattr(runtime.method, "flops_extra_pct", None)
     if extra is not None:
         result["cost"]["flops_extra_pct"] = round(float(extra), 4)

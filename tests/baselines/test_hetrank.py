@@ -178,6 +178,13 @@ def test_rank_per_client_runs_under_the_generation_protocol(caption, tmp_path, c
     assert adapted and all(m.rsplit(".", 1)[1] in ("q_proj", "v_proj") for m in adapted)
     assert all("language_model" in m for m in adapted)
     assert results["method"]["hyperparameters"]["targets"] == "qv"
+    if method == "fedilora":  # round 1: every client checked its A against the global one
+        diag = results["diagnostics"]
+        assert diag["edit_checks"] == 10 and 0 <= diag["edits"] <= 10
+        assert -1 <= diag["edit_similarity_min"] <= 1
+        assert (diag["edits"] > 0) == (diag["edit_similarity_min"] < 0.95)
+    else:
+        assert "diagnostics" not in results
 
 
 def test_targets_restrict_the_zoo_s_lora_targets_to_the_named_maps():
@@ -311,7 +318,9 @@ def test_hetlora_prunes_its_tail_only_when_the_tail_shrank(shrinks):
     client = _PruneClient(torch.ones(4, 3), torch.ones(2, 4))
     # the rule is _after_training's, given the tail norm local_train records first
     client.state["tail_before"] = torch.tensor(10.0 if shrinks else 0.1)
-    own = method._after_training(client, truncate(client.get("local"), 4))
+    own, events = method._after_training(client, truncate(client.get("local"), 4))
+    assert events == {"prunes": (float(shrinks), "sum"), "rank_min": (2.0 if shrinks else 4.0,
+                                                                       "min")}
     if shrinks:  # ‖B_t‖ ‖A_t‖ = 2 · √6 < 10: rank 4 -> 2, the tail zeroed on the client
         assert method.client_rank(client) == 2 and int(client.state["rank"]) == 2
         assert own[f"{M}.lora_A.weight"].shape == (2, 3)
@@ -352,5 +361,12 @@ def test_hetlora_self_pruning_runs_and_lowers_ranks(caption, tmp_path, capsys):
             a = [v for k, v in flat.items() if k.startswith(f"client/{cid}/adapter/local/")
                  and ".lora_A." in k]
             assert a and all(t[r:].abs().sum() == 0 for t in a)
+        diagnostics = json.loads((out / "results.json").read_text()).get("diagnostics")
+        if prune == "false":
+            assert diagnostics is None
+        else:  # every pruned client pruned at least once, at most once per round (3 x 10)
+            assert len(ranks[prune]) <= diagnostics["prunes"] <= 30
+            final = [ranks[prune].get(cid, (8, 4)[cid % 2]) for cid in range(10)]
+            assert diagnostics["rank_min"] == min(final)
     assert ranks["false"] == {}
     assert ranks["true"] and all(r < (8, 4)[cid % 2] for cid, r in ranks["true"].items())

@@ -230,3 +230,17 @@ def test_feddpa_predict_weights_each_instance_by_its_similarity_to_local_data():
     seen.clear()
     get_method("feddpa")(dynamic=False).predict(Client(), ["t1", "t2"], answer)
     assert seen == [(["t1", "t2"], {"global": 0.5, "local": 0.5})]
+
+
+def test_diagnostics_count_sum_min_and_max_and_survive_a_resume():
+    method = get_method("fedavg")()
+    for value in (3, 1, 2):
+        method.count("edits")
+        method.count("similarity_min", value / 10, "min")
+        method.count("rank_max", value, "max")
+    assert method.diagnostics == {"edits": 3.0, "similarity_min": 0.1, "rank_max": 3.0}
+    again = get_method("fedavg")()
+    again.load_server_state(method.server_state())
+    assert again.diagnostics == method.diagnostics
+    with pytest.raises(ValueError, match="sum, min or max"):
+        method.count("edits", 1, "mean")
