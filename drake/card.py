@@ -255,16 +255,27 @@ no cache the build stops within seconds and names the offline alternatives (drak
 10,000 train and 2,000 test rows per task, a seeded random subset kept in source order). A row
 is rejected, never repaired, when a field is missing, its `<image>` count differs from its image
 list (`image-token-mismatch`), an image is absent or does not decode (`unreadable-image`), a
-multiple-choice answer is not among the options parsed from the prompt (`choice-not-found`), the
-answer is empty, or its id repeats (`duplicate-id`). `--strict` turns any rejection into an
-error naming the file, sample id and reason.
+multiple-choice answer is not among the options parsed from the prompt (`choice-not-found`), or the
+answer is empty. `--strict` turns any rejection into an error naming the file, sample id and
+reason. Ids never cost a row: the released files repeat ids (VSR, AQUA, HFLB COCOQA,
+Bongard-OpenWorld) or have none (HFLB Abstract), and the reference code never reads them, so a
+repeated id gets `~2`, `~3`, ... on its later rows and a missing one `row-<index>`; `meta` keeps
+the released id and the row index. A human turn with no `<image>` at all (HFLB VizWiz-Original)
+gets one per image at its start (`meta.image_tokens_added`).
 
-**Samples.** The prompt is the released human turn unchanged; the answer is the gpt turn.
+**Samples.** The prompt is the released human turn, unchanged but for the `<image>` tokens
+above; the answer is the gpt turn.
 The choices are parsed from the prompt (`drake/adapters/choices.py`): `Choice list:[...]` (also
 `Choice List: [...]`, `|`-separated lists, quoted options), a bare `[...]` line, lettered
 `A. ... B. ...` options (the choices are the letters when the answer is a letter), `Image A:`
-multi-image options, and World Cuisines' numbered answer ids. An answer that matches an option
-only up to letter case takes the option's spelling (the released spelling is kept in `meta`).
+multi-image options, and World Cuisines' numbered answer ids. A list written as a Python literal
+(`['red', 'blue']`, nested `[['no', 'yes']]` in HFLB Abstract) gives its strings; COMICS'
+`A: text| B: text` gives the letters; commas inside options are kept where the prompt tells them
+from separators (IRFL-3 joins with `,` and its phrases hold `, `; numbers such as `1,000`) and
+where they spell the gold answer. Another option that holds `, ` in a `, `-joined list
+(VizWiz-Original, Bongard-OpenWorld captions, TQA) cannot be told from two and stays split.
+An answer that matches an option only up to letter case takes the option's spelling (the
+released spelling is kept in `meta`).
 Images keep their released bytes. `meta` holds the source id, file, subset and image paths.
 
 **Prebuilt folders.** `drake download --benchmark NAME --out DIR` fetches a built folder from

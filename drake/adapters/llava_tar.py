@@ -27,10 +27,22 @@ Sources, in order of preference: ``--source-dir DIR`` holding ``DIR/<Dataset>.ta
 unpacked ``DIR/<Dataset>/``; else the Hub repo, one ``hf_hub_download`` per needed tar (never a
 snapshot of the whole repo, which is very large), honouring ``--revision`` and ``--cache-dir``.
 
+Ids. The reference code never reads ``id``, and the released files do not keep it unique:
+VSR names records by image (several captions each), HFLB COCOQA restarts its row index in each
+of its worker chunks, AQUA names records by painting, Bongard-OpenWorld's positive and negative
+twins share one, and HFLB Abstract has none. So no row is lost over its id: a missing id
+becomes ``row-<row index>``, and the second and later rows of a repeated id get ``~2``, ``~3``,
+... (in file order). ``meta.source_id`` keeps the id as released (``null`` when absent) and
+``meta.source_row`` the row's index in its file.
+
+``<image>`` tokens. A human turn with no ``<image>`` at all (HFLB VizWiz-Original) gets one per
+image at its start, on a line of its own, as LLaVA places the image; ``meta.image_tokens_added``
+says how many.
+
 Rejections (per sample, never fixed): a missing field, an ``<image>`` count different from the
-image list, an image that is absent or that PIL cannot decode, a multiple-choice answer that is
-not among the options, an empty answer, a repeated id. ``TaskSpec.caps`` keep a seeded random
-subset (the rest is dropped by the rule ``cap``) in source order.
+image list (when the turn has some), an image that is absent or that PIL cannot decode, a
+multiple-choice answer that is not among the options, an empty answer. ``TaskSpec.caps`` keep a
+seeded random subset (the rest is dropped by the rule ``cap``) in source order.
 
 Ambiguous subset ids
 --------------------
@@ -362,7 +374,7 @@ class LlavaTarAdapter(Adapter):
         def reject(sid: str, reason: str, detail: str) -> None:
             rejected.append((i, Rejection(task.id, split, sid, reason, detail, where)))
 
-        seen: set[str] = set()
+        ids = unique_ids(rows)
         candidates: list[dict[str, Any]] = []
         detected_open = 0
         for i, rec in enumerate(rows):
@@ -370,16 +382,7 @@ class LlavaTarAdapter(Adapter):
                 reject(f"#{i}", "missing-field", f"row {i} is a {type(rec).__name__}, not an "
                        f"object with id/image/conversations")
                 continue
-            raw_id = rec.get("id")
-            if raw_id is None or str(raw_id) == "":
-                reject(f"#{i}", "missing-field", f"row {i} has no 'id'")
-                continue
-            sid = str(raw_id)
-            if sid in seen:
-                reject(sid, "duplicate-id", f"id {sid!r} appears earlier in the file; "
-                       f"row {i} is skipped")
-                continue
-            seen.add(sid)
+            sid = ids[i]
             human, gpt, missing = _turns(rec.get("conversations"))
             if missing:
                 reject(sid, "missing-field", missing)
@@ -389,6 +392,11 @@ class LlavaTarAdapter(Adapter):
                 reject(sid, "missing-field", "'image' is neither a path nor a list of paths")
                 continue
             tokens = human.count(IMAGE_TOKEN)
+            added = 0
+            if tokens == 0 and images:
+                added = len(images)
+                human = (IMAGE_TOKEN + "\n") * added + human
+                tokens = added
             if tokens != len(images):
                 reject(sid, "image-token-mismatch", f"the human turn holds {tokens} "
                        f"{IMAGE_TOKEN} token(s) but 'image' lists {len(images)} path(s)")
@@ -397,9 +405,13 @@ class LlavaTarAdapter(Adapter):
             if not answer:
                 reject(sid, "empty-answer", "the gpt turn is empty")
                 continue
-            meta: dict[str, Any] = {"source_id": sid, "source_file": where, "dataset": dataset,
+            raw_id = rec.get("id")
+            meta: dict[str, Any] = {"source_id": None if raw_id is None else str(raw_id),
+                                    "source_row": i, "source_file": where, "dataset": dataset,
                                     "subset": subset, "image_paths": images}
-            found = parse_choices(human)
+            if added:
+                meta["image_tokens_added"] = added
+            found = parse_choices(human, answer if mc else None)
             choices: list[str] = []
             if mc:
                 picked = choices_for_answer(found, answer)
@@ -493,6 +505,32 @@ class LlavaTarAdapter(Adapter):
             "domain": "",
             "meta": json.dumps(record["meta"], sort_keys=True, ensure_ascii=False),
         }
+
+
+def unique_ids(rows: list[Any]) -> list[str]:
+    """One id per row, unique in the file (see the module docstring): the released id; the
+    second and later rows of a repeated one ``<id>~2``, ``<id>~3``, ...; ``row-<i>`` where a
+    row has none (or is not an object). A made id never takes one the file uses."""
+    raw = [str(r["id"]) if isinstance(r, dict) and r.get("id") not in (None, "") else None
+           for r in rows]
+    taken = {r for r in raw if r is not None}
+    seen: dict[str, int] = {}
+    out = []
+    for i, rid in enumerate(raw):
+        if rid is not None and rid not in seen:
+            seen[rid] = 1
+            out.append(rid)
+            continue
+        if rid is None:
+            made = f"row-{i}"
+        else:
+            seen[rid] += 1
+            made = f"{rid}~{seen[rid]}"
+        while made in taken:
+            made += f"~row-{i}"
+        taken.add(made)
+        out.append(made)
+    return out
 
 
 def _load_list(archive, member: str, where: str | None = None) -> list[Any]:

@@ -36,7 +36,8 @@ DRAKE_TASKS: tuple[tuple[str, str, tuple[int, int], str], ...] = (
     ("VISION-1", MC, (4, 4), "4 Image T/F"),
     ("MagicBrush-0", MC, (2, 2), "Image Edit Instruction Direction Check"),
     ("VSR-0", MC, (1, 1), "Spatial Understanding"),
-    ("SEED-Bench-2-2", MC, (4, 8), "Temporal Understanding"),
+    # scene-understanding questions (1 image) and video questions (8 frames), as the release
+    ("SEED-Bench-2-2", MC, (1, 8), "Temporal Understanding"),
     ("IRFL-0", MC, (1, 1), "Figurative Verification T/F"),
     ("IRFL-1", MC, (4, 4), "Image Selection for Idiom"),
     ("IRFL-2", MC, (4, 4), "Image Selection for Metaphor"),

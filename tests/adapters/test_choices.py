@@ -28,6 +28,20 @@ CASES = [
      "single answer id.", "answer-id", ("1", "2", "3"), ("1", "2", "3")),
     ("<image>\nWhere is this dish from? Print only the answer with a single answer id.",
      "answer-id", ("1", "2", "3", "4", "5"), ("1", "2", "3", "4", "5")),
+    # HFLB Abstract: a str() list inside literal brackets; GQA: the plural label, str() list
+    ("<image>Question: Is it?\nChoice list:[['no', 'yes']].\n Your answer is:", "choice-list",
+     ("no", "yes"), ()),
+    ("<image>\n Question: Which?\n Choice lists: ['a, b', \"it's\"].\n Your answer is:",
+     "choice-list", ("a, b", "it's"), ()),
+    # COMICS_Dialogue: lettered options between pipes, texts with commas and trailing spaces
+    ("<image>\nChoice list:[A: ow , my foot ! | B: keep it up , boy ! ]. Your answer is:",
+     "choice-list", ("ow , my foot !", "keep it up , boy !"), ("A", "B")),
+    # IRFL-3: phrases joined by a bare comma, a phrase holding ", "
+    ("<image>\nChoice list:[easy come, easy go,red tape,over the moon]. Your answer is:",
+     "choice-list", ("easy come, easy go", "red tape", "over the moon"), ()),
+    # iconqa-like numbers: thousands separators stay inside their options
+    ("<image>\nChoice list:[1,000, 2,500, 30]. Your answer is:", "choice-list",
+     ("1,000", "2,500", "30"), ()),
 ]
 
 
@@ -68,3 +82,25 @@ def test_any_rendered_choice_list_round_trips(options, data):
     assert found is not None and list(found.options) == options
     answer = data.draw(st.sampled_from(options))
     assert choices_for_answer(found, answer) == options
+
+
+def test_the_gold_answer_joins_the_pieces_of_an_option_that_holds_a_comma():
+    prompt = "Choice list:[soup, box of pasta, penne, unanswerable]. Your answer is: "
+    assert parse_choices(prompt).options == ("soup", "box of pasta", "penne", "unanswerable")
+    found = parse_choices(prompt, "box of pasta, penne")
+    assert found.options == ("soup", "box of pasta, penne", "unanswerable")
+    assert choices_for_answer(found, "box of pasta, penne") == list(found.options)
+    # an answer the pieces do not spell changes nothing
+    assert parse_choices(prompt, "rice, beans").options == parse_choices(prompt).options
+
+
+def test_comics_letter_answers_pick_the_labels():
+    found = parse_choices("Choice list:[A: yes , sir| B: no| C: maybe ]. Your answer is:")
+    assert choices_for_answer(found, "C") == ["A", "B", "C"]
+    assert choices_for_answer(found, "no") == ["yes , sir", "no", "maybe"]
+
+
+@pytest.mark.parametrize("body", ["[[[['a']]]]", "['a', len('b')]", "[True, False", "'" * 3])
+def test_a_body_that_is_no_list_of_strings_falls_back_to_splitting(body):
+    found = parse_choices(f"Choice list:[{body}, b]. Your answer is:")
+    assert found is None or all(isinstance(o, str) for o in found.options)

@@ -53,7 +53,7 @@ TRAIN0 = [
     rec("t1", [IMG[1]], tf_prompt("under the weather"), "False"),
     rec("t2", ["dataset/IRFL/images/broken.jpg"], tf_prompt("break a leg"), "True"),  # BAD
     rec("t3", [IMG[2]], tf_prompt("cold feet"), "Maybe"),  # BAD: not a choice
-    rec("t1", [IMG[3]], tf_prompt("hot potato"), "True"),  # BAD: duplicate id
+    rec("t1", [IMG[3]], tf_prompt("hot potato"), "True"),  # a repeated id: kept as t1~2
     {"id": "t4", "image": [IMG[4]]},  # BAD: no conversations
     rec("t5", [IMG[5]], tf_prompt("piece of cake"), " "),  # BAD: empty answer
     rec("t6", ["dataset/IRFL/images/absent.png"], tf_prompt("in hot water"), "False"),  # BAD
@@ -99,16 +99,19 @@ def test_registered_for_its_kind():
 def test_single_image_subset_converts_to_exactly_the_expected_samples(irfl_dir):
     ad, task = adapter(irfl_dir), DRAKE.task("IRFL-0")
     conv, got = samples(ad, task, "train")
-    assert [s["id"] for s in got] == ["IRFL-0-train-t0", "IRFL-0-train-t1", "IRFL-0-train-t7"]
+    assert [s["id"] for s in got] == ["IRFL-0-train-t0", "IRFL-0-train-t1",
+                                      "IRFL-0-train-t1~2", "IRFL-0-train-t7"]
     assert [s["prompt"] for s in got] == [tf_prompt("spill the beans"),
                                           tf_prompt("under the weather"),
+                                          tf_prompt("hot potato"),
                                           tf_prompt("on cloud nine")]
-    assert [s["answer"] for s in got] == ["True", "False", "False"]
+    assert [s["answer"] for s in got] == ["True", "False", "True", "False"]
     assert all(s["choices"] == ["True", "False"] for s in got)
     assert all(len(s["images"]) == 1 and s["answer_type"] == "multiple_choice" for s in got)
     assert got[0]["images"][0]["bytes"] == png((0, 0, 0))  # original bytes, not re-encoded
-    meta = json.loads(got[2]["meta"])
+    meta = json.loads(got[3]["meta"])
     assert meta["source_id"] == "t7" and meta["answer_as_released"] == "false"
+    assert json.loads(got[2]["meta"])["source_id"] == "t1"
     assert meta["source_file"] == "IRFL.tar:IRFL/train/dataset-0.json"
     for s in got:
         validate_sample(s)
@@ -134,12 +137,11 @@ def test_every_planted_problem_is_rejected_with_its_reason(irfl_dir):
     conv = adapter(irfl_dir).convert(DRAKE.task("IRFL-0"), "train")
     got = [(r.source_id, r.reason) for r in conv.rejected]
     assert got == [("t2", "unreadable-image"), ("t3", "choice-not-found"),
-                   ("t1", "duplicate-id"), ("t4", "missing-field"), ("t5", "empty-answer"),
-                   ("t6", "unreadable-image")]
+                   ("t4", "missing-field"), ("t5", "empty-answer"), ("t6", "unreadable-image")]
     assert all(r.where == "IRFL.tar:IRFL/train/dataset-0.json" for r in conv.rejected)
     assert "absent.png" in conv.rejected[-1].detail and "broken.jpg" in conv.rejected[0].detail
-    assert conv.counts() == {"source_rows": 9, "kept": 3, "dropped": {},
-                             "rejected": {"choice-not-found": 1, "duplicate-id": 1,
+    assert conv.counts() == {"source_rows": 9, "kept": 4, "dropped": {},
+                             "rejected": {"choice-not-found": 1,
                                           "empty-answer": 1, "missing-field": 1,
                                           "unreadable-image": 2}}
     mismatch = adapter(irfl_dir).convert(DRAKE.task("IRFL-1"), "train").rejected
