@@ -15,6 +15,10 @@ Guarantees
   ``source_rows = kept + dropped-by-rule + rejected-with-reason`` (``manifest["sources"]``); each
   rejected source row is one line of ``rejected.jsonl`` (hashed in ``manifest["rejected"]``).
   ``strict=True`` makes any rejection fatal before a shard is written.
+* **Never short in silence.** A real task split that keeps no row, or fewer than
+  :data:`SHORT_BELOW` of the count its spec expects (``TaskSpec.expected``), stops the build
+  before a shard is written, naming the task and why its rows went; ``allow_short=True`` builds
+  it anyway and records the shortfall in ``manifest["shortfalls"]``.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ JOURNAL = ".journal.jsonl"
 REJECTED = "rejected.jsonl"
 SHARD_ROWS = 500
 STRICT_SHOWN = 10  # rejections a --strict error spells out
+SHORT_BELOW = 0.9  # a split keeping less than this share of its expected rows is short
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -225,6 +230,7 @@ def build(
     revision: str | None = None,
     cache_dir: Path | str | None = None,
     strict: bool = False,
+    allow_short: bool = False,
     convert_progress: Callable[[Iterable, int], Iterable] | None = None,
     _stop_after: int | None = None,
 ) -> Path:
@@ -254,6 +260,9 @@ def build(
         Real benchmarks: Hugging Face cache (default ``$HF_HOME/hub``).
     strict : bool
         Real benchmarks: fail on the first build that rejects any source row.
+    allow_short : bool
+        Real benchmarks: build a task split that keeps no row or far fewer than expected (see
+        :func:`shortfalls`) instead of failing; the manifest records the shortfall.
     convert_progress : callable, optional
         Wraps the iterator over task splits being converted (real benchmarks).
     _stop_after : int, optional
@@ -282,8 +291,8 @@ def build(
         try:
             return _fill(spec, source, partial, final, done, key, seed=seed, num_proc=num_proc,
                          image_size=image_size, shard_rows=shard_rows, progress=progress,
-                         strict=strict, convert_progress=convert_progress,
-                         _stop_after=_stop_after)
+                         strict=strict, allow_short=allow_short,
+                         convert_progress=convert_progress, _stop_after=_stop_after)
         except BaseException:
             if not any(partial.iterdir()) or (fresh and not _journalled(partial)
                                               and not (partial / REJECTED).exists()):
@@ -306,15 +315,19 @@ def _journalled(partial: Path) -> bool:
 
 
 def _fill(spec, source, partial, final, done, key, *, seed, num_proc, image_size, shard_rows,
-          progress, strict, convert_progress, _stop_after) -> Path:
+          progress, strict, allow_short, convert_progress, _stop_after) -> Path:
     """Write every shard not yet done into ``partial``, then the manifest and card, and swap the
     finished folder onto ``final``."""
     real = isinstance(source, AdapterSource)
+    short: list[dict[str, Any]] = []
     if real:
         rejections = source.prepare(partial, convert_progress)
         _write_rejections(partial, rejections)
         if strict and rejections:
             raise BuildError(_strict_message(rejections, partial / REJECTED))
+        short = shortfalls(spec, source.counts)
+        if short and not allow_short:
+            raise BuildError(_short_message(short, partial / REJECTED))
     plans = plan_shards(spec, source, shard_rows)
     todo, results = [], {}
     for plan in plans:
@@ -340,6 +353,8 @@ def _fill(spec, source, partial, final, done, key, *, seed, num_proc, image_size
     manifest = make_manifest(spec, seed, image_size, plans, results)
     if real:
         add_source_counts(manifest, source, partial)
+        if short:
+            manifest["shortfalls"] = short
     from drake.scenarios import write_scenario
 
     for scenario in spec.scenarios:
@@ -384,6 +399,37 @@ def _strict_message(rejections: list[dict[str, str]], listing: Path) -> str:
     tail = f"; and {more} more" if more > 0 else ""
     return (f"--strict: {len(rejections)} source row(s) rejected: {shown}{tail}. All are listed "
             f"in {listing}; build without --strict to skip them, or fix the source")
+
+
+def shortfalls(spec: BenchmarkSpec, counts: dict[str, dict[str, dict[str, Any]]]
+               ) -> list[dict[str, Any]]:
+    """The short task splits of a conversion: those that kept no row, or fewer than
+    :data:`SHORT_BELOW` of ``TaskSpec.expected``; each with its counts and where its rows went."""
+    out = []
+    for task in spec.tasks:
+        for split, c in sorted(counts.get(task.id, {}).items()):
+            expected = task.expected.get(split)
+            if c["kept"] > 0 and (expected is None or c["kept"] >= SHORT_BELOW * expected):
+                continue
+            out.append({"task": task.id, "split": split, "kept": c["kept"],
+                        "expected": expected, "source_rows": c["source_rows"],
+                        "rejected": dict(sorted(c["rejected"].items())),
+                        "dropped": dict(sorted(c["dropped"].items()))})
+    return out
+
+
+def _short_message(short: list[dict[str, Any]], listing: Path) -> str:
+    def one(s: dict[str, Any]) -> str:
+        want = "" if s["expected"] is None else f" of {s['expected']} expected"
+        why = ", ".join(f"{n} {r}" for r, n in {**s["rejected"], **s["dropped"]}.items())
+        return (f"task {s['task']} {s['split']} keeps {s['kept']}{want} from "
+                f"{s['source_rows']} source rows ({why or 'the source file holds none'})")
+
+    shown = "; ".join(one(s) for s in short[:STRICT_SHOWN])
+    tail = f"; and {len(short) - STRICT_SHOWN} more" if len(short) > STRICT_SHOWN else ""
+    return (f"{len(short)} task split(s) short: {shown}{tail}. The rejected rows and why are in "
+            f"{listing}; fix the source, or pass --allow-short to build anyway with the "
+            f"shortfall recorded in the manifest")
 
 
 def add_source_counts(manifest: dict[str, Any], source: AdapterSource, folder: Path) -> None:

@@ -257,7 +257,9 @@ is rejected, never repaired, when a field is missing, its `<image>` count differ
 list (`image-token-mismatch`), an image is absent or does not decode (`unreadable-image`), a
 multiple-choice answer is not among the options parsed from the prompt (`choice-not-found`), or the
 answer is empty. `--strict` turns any rejection into an error naming the file, sample id and
-reason. Ids never cost a row: the released files repeat ids (VSR, AQUA, HFLB COCOQA,
+reason. A task split that keeps no row, or under 90% of the rows its spec expects, stops the
+build before anything is written, naming the task and where its rows went; `--allow-short`
+builds it anyway and lists it in the manifest's `shortfalls`. Ids never cost a row: the released files repeat ids (VSR, AQUA, HFLB COCOQA,
 Bongard-OpenWorld) or have none (HFLB Abstract), and the reference code never reads them, so a
 repeated id gets `~2`, `~3`, ... on its later rows and a missing one `row-<index>`; `meta` keeps
 the released id and the row index. A human turn with no `<image>` at all (HFLB VizWiz-Original)

@@ -71,7 +71,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                    image_size=args.image_size, overwrite=args.overwrite,
                    progress=_progress(f"building {spec.name}"), source_dir=args.source_dir,
                    revision=args.revision, cache_dir=args.cache_dir, strict=args.strict,
-                   convert_progress=_progress(f"reading {spec.name} sources", unit="split"))
+                   allow_short=args.allow_short, convert_progress=_progress(f"reading {spec.name} sources", unit="split"))
     manifest = json.loads((folder / "manifest.json").read_text())
     rejected = ""
     if manifest.get("rejected") is not None:
@@ -430,6 +430,9 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="fail if any source row is rejected (default: skip it and list it in "
                    "rejected.jsonl)")
+    p.add_argument("--allow-short", action="store_true",
+                   help="build a task split that keeps no row, or far fewer than the release "
+                   "holds, instead of failing; the manifest records the shortfall")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("download", help="fetch a prebuilt benchmark folder from the Hub and "

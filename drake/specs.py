@@ -102,6 +102,10 @@ class TaskSpec:
         How train and test are made.
     caps : mapping
         Maximum rows per split (``{"train": 10000, "test": 2000}``).
+    expected : mapping
+        Rows a split should keep, where the release's count is known (``{"test": 1000}``); a
+        build whose split keeps fewer than :data:`drake.build.SHORT_BELOW` of it (or none at
+        all, declared or not) is short and fails unless ``--allow-short``.
     licence, citation : str
         Of the source data.
     twin_of : str or None
@@ -128,6 +132,7 @@ class TaskSpec:
     citation: str = ""
     twin_of: str | None = None
     normalise: str = ""
+    expected: FrozenMap = field(default_factory=lambda: _frozen({}))
 
     def __post_init__(self) -> None:
         if self.normalise not in ("", "evalai"):
@@ -144,12 +149,20 @@ class TaskSpec:
             raise SchemaError(f"task {self.id}: num_images {self.num_images} is not a valid range")
         object.__setattr__(self, "source_args", _frozen(dict(self.source_args)))
         object.__setattr__(self, "caps", _frozen(dict(self.caps)))
+        bad = {k: v for k, v in dict(self.expected).items()
+               if k not in ("train", "test") or not isinstance(v, int) or isinstance(v, bool)
+               or v < 1}
+        if bad:
+            raise SchemaError(f"task {self.id}: expected counts {bad} must be positive ints for "
+                              f"the splits train and test")
+        object.__setattr__(self, "expected", _frozen(dict(self.expected)))
         object.__setattr__(self, "metrics", tuple(self.metrics))
 
     def to_dict(self) -> dict[str, Any]:
         out = _plain(self)
-        if not out["normalise"]:  # as written: left out, so existing fingerprints hold
-            del out["normalise"]
+        for key in ("normalise", "expected"):  # unset: left out, so existing fingerprints hold
+            if not out[key]:
+                del out[key]
         return out
 
 

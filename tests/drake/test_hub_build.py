@@ -320,3 +320,60 @@ def test_download_without_network_or_cache_fails_fast(tmp_path, monkeypatch, cap
     assert main(["download", "--out", str(tmp_path / "dl")]) == 2
     err = capsys.readouterr().err
     assert "drake-pfl/drake" in err and "drake-synth" in err and "HF_HOME" in err
+
+
+def _short_source(tmp_path):
+    """IRFL.tar whose IRFL-0 test rows all answer outside their options (0 kept)."""
+    files = dict(FILES)
+    files[("test", 0)] = [rec("b0", [3], TF.format("piece of cake"), "Maybe"),
+                          rec("b1", [4], TF.format("cloud nine"), "Perhaps")]
+    src = tmp_path / "src"
+    src.mkdir()
+    members = {f"IRFL/images/{k}.png": png(k) for k in range(6)}
+    members["IRFL/images/corrupt.png"] = png(0)[:40]
+    for (split, subset), rows in files.items():
+        members[f"IRFL/{split}/dataset-{subset}.json"] = json.dumps(rows).encode()
+    with tarfile.open(src / "IRFL.tar", "w") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return src
+
+
+def test_a_task_split_with_no_rows_fails_the_build_unless_allowed(tmp_path, capsys):
+    src = _short_source(tmp_path)
+    argv = ["build", "--tasks", TASKS, "--source-dir", str(src), "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "task IRFL-0 test keeps 0 from 2 source rows (2 choice-not-found)" in err
+    assert "--allow-short" in err and "rejected.jsonl" in err
+    assert not (tmp_path / "out" / "drake").exists()
+    assert main(argv + ["--allow-short"]) == 0
+    folder = tmp_path / "out" / "drake"
+    assert manifest(folder)["shortfalls"] == [
+        {"task": "IRFL-0", "split": "test", "kept": 0, "expected": None, "source_rows": 2,
+         "rejected": {"choice-not-found": 2}, "dropped": {}}]
+    assert main(["verify", str(folder)]) == 0
+
+
+def test_a_split_far_below_its_expected_count_is_short(tmp_path):
+    from dataclasses import replace
+
+    from drake.build import SHORT_BELOW, build, restrict_spec
+    from drake.errors import BuildError
+    from drake.registry import get_benchmark
+
+    src = _short_source(tmp_path)
+    spec = restrict_spec(get_benchmark("drake"), ["IRFL-1"])
+    # IRFL-1 train keeps 2 of its 3 rows (one planted rejection)
+    for expected, short in ((2, False), (3, True)):
+        assert (2 < SHORT_BELOW * expected) == short
+        task = replace(spec.tasks[0], expected={"train": expected})
+        one = replace(spec, tasks=(task,))
+        out = tmp_path / f"out{expected}"
+        if short:
+            with pytest.raises(BuildError, match="IRFL-1 train keeps 2 of 3 expected"):
+                build(one, out, source_dir=src)
+        else:
+            assert "shortfalls" not in manifest(build(one, out, source_dir=src))

@@ -84,3 +84,17 @@ def test_a_scenario_protocol_is_checked_and_left_out_of_the_dict_when_empty():
     assert ScenarioSpec("s", "iid", protocol="base_novel").to_dict()["protocol"] == "base_novel"
     with pytest.raises(SchemaError, match="protocol 'bogus'"):
         ScenarioSpec("s", "iid", protocol="bogus")
+
+
+def test_expected_counts_are_checked_and_left_out_of_the_spec_when_unset():
+    from dataclasses import replace
+
+    from drake.errors import SchemaError
+    from drake.registry import get_benchmark
+
+    task = get_benchmark("drake").task("VSR-0")
+    assert "expected" not in task.to_dict()
+    assert replace(task, expected={"test": 1000}).to_dict()["expected"] == {"test": 1000}
+    for bad in ({"val": 3}, {"test": 0}, {"train": 2.5}, {"train": True}):
+        with pytest.raises(SchemaError, match="expected counts"):
+            replace(task, expected=bad)
