@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import json
 import logging
@@ -587,6 +588,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DrakeError, ValueError, OSError) as exc:
         if args.verbose:  # a user error is one line; --verbose still shows where it came from
             log.error("traceback", exc_info=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            print(f"drake: error: the disk is full ({_one_line(exc)}); free space or write "
+                  f"elsewhere (--out), then run the command again: builds and runs resume "
+                  f"where they stopped", file=sys.stderr)
+            return 2
         print(f"drake: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except MemoryError:

@@ -23,6 +23,10 @@ class NetworkUnavailable(DrakeError):
     """A command needs the Hugging Face Hub and it cannot be reached."""
 
 
+class DiskSpaceError(DrakeError):
+    """A disk is full, or too small for what a command is about to download or write."""
+
+
 class HubError(DrakeError):
     """The Hub answered, but the repo, revision or file asked for is not there (or not allowed)."""
 

@@ -17,18 +17,21 @@ few seconds first and falls back to the cache, and a file in neither raises
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import shutil
 import socket
 import threading
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from drake.errors import BuildError, HubError, NetworkUnavailable
+from drake.errors import BuildError, DiskSpaceError, HubError, NetworkUnavailable
 from drake.specs import BenchmarkSpec, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -91,8 +94,34 @@ def _hub_host() -> tuple[str, int]:
     return HUB_HOST, 443
 
 
+def hub_proxy(host: str) -> tuple[str, int] | None:
+    """The HTTP proxy a request to ``host`` over HTTPS goes through, as the Hub client (and
+    ``urllib``) choose it: ``HTTPS_PROXY`` / ``https_proxy`` (else ``ALL_PROXY``), unless
+    ``NO_PROXY`` names the host."""
+    proxies = urllib.request.getproxies()
+    url = proxies.get("https") or proxies.get("all")
+    if not url or urllib.request.proxy_bypass(host):
+        return None
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if not parsed.hostname:
+        return None
+    return parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80)
+
+
+def _tunnel(proxy: tuple[str, int], host: str, port: int, timeout: float) -> bool:
+    """Whether ``proxy`` opens a tunnel to ``host:port`` (``CONNECT``, answered 2xx)."""
+    with socket.create_connection(proxy, timeout=timeout) as conn:
+        conn.settimeout(timeout)
+        conn.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+                     .encode())
+        status = conn.recv(1024).split(b"\r\n", 1)[0].split()
+    return len(status) >= 2 and status[1][:1] == b"2"
+
+
 def hub_reachable(timeout: float = PROBE_TIMEOUT) -> bool:
-    """True when the Hub (``HF_ENDPOINT`` or huggingface.co) answers a TCP connection in time.
+    """True when the Hub (``HF_ENDPOINT`` or huggingface.co) answers a TCP connection in time,
+    through the HTTPS proxy when one is configured (:func:`hub_proxy`; on a proxy-only cluster
+    a direct connection would fail although downloads work).
 
     DNS lookups can hang far longer than a socket timeout, so the probe runs in a daemon thread
     and is abandoned at the deadline: the caller learns "no network" in seconds, never minutes.
@@ -100,10 +129,14 @@ def hub_reachable(timeout: float = PROBE_TIMEOUT) -> bool:
     if hub_offline():
         return False
     host, port = _hub_host()
+    proxy = hub_proxy(host)
     result: list[bool] = []
 
     def probe() -> None:
         try:
+            if proxy is not None:
+                result.append(_tunnel(proxy, host, port, timeout))
+                return
             with socket.create_connection((host, port), timeout=timeout):
                 result.append(True)
         except OSError:
@@ -162,7 +195,19 @@ def hub_call(fetch: Callable[[], Any], *, repo: str, revision: str | None, what:
     )
 
     try:
-        return fetch()
+        try:
+            return fetch()
+        except OSError as exc:  # a disk problem is never reported as a network one
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskSpaceError(
+                    f"the disk filled up while downloading {what} ({exc.strerror}); free "
+                    f"space, or pass --cache-dir on a larger disk, and run the command again "
+                    f"(finished downloads are kept)") from None
+            if isinstance(exc, PermissionError):
+                raise DiskSpaceError(f"cannot write {what} into the Hugging Face cache "
+                                     f"({exc}); pass --cache-dir to a folder you can "
+                                     f"write") from None
+            raise
     except (LocalEntryNotFoundError, OfflineModeIsEnabled):
         raise NetworkUnavailable(not_cached) from None
     except GatedRepoError:
@@ -221,6 +266,69 @@ def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
         not_cached=f"{repo_id}{at}/{filename} is not in the Hugging Face cache ({where}) and "
                    f"the Hub cannot be reached ({why}); {hint}")
     return Path(path)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _existing(path: Path) -> Path:
+    """``path`` or its nearest existing parent (whose disk a new folder there would use)."""
+    path = Path(path).absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def hub_sizes(repo_id: str, filenames: Iterable[str], *, revision: str | None = None
+              ) -> dict[str, int]:
+    """Bytes of each named file of a Hub dataset repo (one metadata request, no download)."""
+    from huggingface_hub import HfApi
+
+    names = list(filenames)
+    at = f"@{revision}" if revision else ""
+    infos = hub_call(lambda: HfApi().get_paths_info(repo_id, names, revision=revision,
+                                                    repo_type="dataset"),
+                     repo=repo_id, revision=revision, what=f"{repo_id}{at} file sizes",
+                     hint=OFFLINE_HINT, not_cached=f"the Hub cannot be reached for {repo_id}; "
+                     f"{OFFLINE_HINT}")
+    return {info.path: int(getattr(info, "size", 0) or 0) for info in infos}
+
+
+def check_download_space(repo_id: str, filenames: Iterable[str], *,
+                         revision: str | None = None,
+                         cache_dir: str | Path | None = None) -> None:
+    """Refuse, before anything is downloaded, when the files of ``repo_id`` that the cache
+    lacks need more room than the cache's disk has free.
+
+    Offline (or with every file cached) there is nothing to download and nothing to check.
+
+    Raises
+    ------
+    DiskSpaceError
+        Naming the files' total size, the folder and its free space.
+    """
+    if not _online():
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    cache = hub_cache_dir(cache_dir)
+    missing = [f for f in dict.fromkeys(filenames)
+               if not isinstance(try_to_load_from_cache(repo_id, f, cache_dir=cache,
+                                                        revision=revision,
+                                                        repo_type="dataset"), str)]
+    if not missing:
+        return
+    need = sum(hub_sizes(repo_id, missing, revision=revision).values())
+    folder = _existing(cache or Path(constants.HF_HUB_CACHE))
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                         else "")
+        raise DiskSpaceError(f"downloading {len(missing)} file(s) of {repo_id} ({shown}) needs "
+                             f"{_gib(need)} in {folder}, which has {_gib(free)} free; nothing "
+                             f"was downloaded: free space, or pass --cache-dir on a larger "
+                             f"disk")
 
 
 # --------------------------------------------------------------------------------------------

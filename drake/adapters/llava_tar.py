@@ -272,7 +272,17 @@ class LlavaTarAdapter(Adapter):
     # -- locating the source -------------------------------------------------------------
 
     def prefetch(self, tasks: list[TaskSpec]) -> None:
-        """Download (or find) every tar the tasks need, before any conversion."""
+        """Download (or find) every tar the tasks need, before any conversion; from the Hub,
+        only after checking that the cache's disk can hold the tars it lacks."""
+        if self.options.source_dir is None:
+            from drake.sources import check_download_space
+
+            by_repo: dict[str, list[str]] = {}
+            for task in tasks:
+                by_repo.setdefault(task.source_args["repo"], []).append(task.source_args["file"])
+            for repo, files in by_repo.items():
+                check_download_space(repo, files, revision=self.options.revision,
+                                     cache_dir=self.options.cache_dir)
         for task in tasks:
             self._archive(task)
 
