@@ -45,11 +45,30 @@ def _flat(prefix: str, obj: Any, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def scenario_name(order: str, models: list[str], mix: str, default_mix: str) -> str:
+#: The model mixes whose leaderboard scenarios the papers' tables name otherwise than
+#: ``<order>-<kind>-<mix tag>``: FedMosaic's homogeneous rows are Llama-3.2-3B (Tab. 12) and its
+#: Qwen rows Qwen2.5 (Tab. 13), by benchmark.
+MIX_NAMES = {
+    "drake": {"homo-llama-3b": "homo", "homo-qwen-3b": "homo-qwen",
+              "hetero-qwen-0.5b-1.5b-3b": "hetero-qwen"},
+    "hflb": {"homo-llama-3b": "homo"},
+}
+
+
+def scenario_name(order: str, models: list[str], mix: str, default_mix: str,
+                  benchmark: str = "") -> str:
+    """A Self/Others run's leaderboard scenario: ``<order>-<homo|hetero>``, with the mix's tag
+    (one lowercase word, as the leaderboard's naming rule wants: ``hetero-llama-1b-3b-8b`` ->
+    ``llama1b3b8b``) unless the mix is the benchmark's default or one the papers' tables name
+    (:data:`MIX_NAMES`)."""
     kind = "homo" if len(set(models)) == 1 else "hetero"
+    named = MIX_NAMES.get(benchmark, {}).get(mix)
+    if named is not None:
+        return f"{order}-{named}"
     name = f"{order}-{kind}"
     if mix != default_mix and mix not in (kind,):
-        tag = mix.replace("homo-", "").replace("hetero-", "").replace("_", "-").lower()
+        tag = "".join(ch for ch in mix.replace("homo-", "").replace("hetero-", "").lower()
+                      if ch.isalnum())
         name = f"{name}-{tag}"
     return name
 
@@ -71,7 +90,8 @@ def settings_caption(results: dict[str, Any]) -> str:
 FEDILORA_NAMES = {"llava-recap-118k": "recaps-118k", "sam-llava-20k": "sam-llava",
                   "llava-next-preference-20k": "next-preference"}
 #: TAP's task names in its leaderboard scenarios (``<backbone>-<task>``), by task id
-TAP_NAMES = {"tiny-imagenet": "tinyimagenet", "fashion-mnist": "fmnist", "ag-news": "agnews"}
+TAP_NAMES = {"tiny-imagenet": "tinyimagenet", "fashion-mnist": "fmnist", "ag-news": "agnews",
+             "vqav2-small": "vqa", "common-gen": "commongen"}
 
 
 def results_file(view: View, views: Sequence[View]) -> str:
@@ -139,7 +159,7 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
                       .hexdigest()},
         # drake-like benchmarks name scenarios <order>-<models>; the others by the data's
         "scenario": {"name": scenario_name(scen["order"], runtime.models, runtime.mix,
-                                           spec.get("default_mix", ""))
+                                           spec.get("default_mix", ""), spec["name"])
                      if runtime.protocol == "self_others" else
                      view_scenario(spec, data.scenario, scen["params"], runtime.models, view),
                      "order": scen["order"],
