@@ -17,7 +17,11 @@ Rules for test rows
   minimum of one test sample per client (``min_size`` is for training sets).
 * ``pathological`` with ``base_only`` (base-to-novel): training uses base classes only; a test
   sample of a base class belongs to that class's owner, a novel-class test sample to no client
-  (``client = -1``: the novel set every client is scored on).
+  (``client = -1``: the novel set every client is scored on). With ``shots`` k, each client
+  trains on k samples of each class it owns, drawn as Dassl's few-shot sampler (which pFedMMA
+  uses) draws them: ``random.sample`` of k of the class's training samples (all of them when
+  the class has fewer), classes in the client's block order, from a Python ``random.Random``
+  seeded with ``shot_seed`` (default the build seed). The others stay unassigned.
 * ``quantity_skew`` with ``global_test``: the last subset of the train split and the whole test
   split form the global test set (``client = -1``). With ``local_test_fraction`` f each client's
   subset is split again, f of it a local test set (FediLoRA's 8:2 with f = 0.2), drawn from its
@@ -140,7 +144,7 @@ def _local_splits(parts: list[np.ndarray], fraction: float, seed: int
 def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
                     manifest: dict[str, Any], seed: int) -> pd.DataFrame:
     """Compute the scenario's table (see the module docstring for the rules)."""
-    seed = _seed(scenario, seed)
+    build_seed, seed = seed, _seed(scenario, seed)
     params = dict(scenario.params)
     rule = scenario.partition
     want = ("id", "task", "label", "domain")
@@ -181,11 +185,14 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         in_base = train["label"].isin(base_set).to_numpy()
         base_rows = np.flatnonzero(in_base)
         sub = train.iloc[base_rows].reset_index(drop=True)
-        local = P.pathological(sub["label"].to_numpy(np.int64), params["num_clients"],
-                               mode="contiguous", seed=seed)
+        sub_labels = sub["label"].to_numpy(np.int64)
+        blocks = P.contiguous_class_blocks(sub_labels, params["num_clients"], seed=seed)
+        local = P.pathological(sub_labels, params["num_clients"], mode="contiguous", seed=seed)
+        if params.get("shots"):
+            local = few_shot(local, sub_labels, blocks, int(params["shots"]),
+                             int(params.get("shot_seed", build_seed)))
         train_parts = [base_rows[p] for p in local]
-        owner = {int(lbl): c for c, p in enumerate(local)
-                 for lbl in np.unique(sub["label"].to_numpy()[p])}
+        owner = {int(lbl): c for c, block in enumerate(blocks) for lbl in block}
         test_owner = test["label"].map(lambda x: owner.get(int(x), -1)).to_numpy()
         test_idx = [np.flatnonzero(test_owner == c) for c in range(params["num_clients"])]
         test_rows = pd.concat([_rows(test, test_idx, "test"),
@@ -212,6 +219,27 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     table = pd.concat([train_rows, test_rows], ignore_index=True)
     return table.astype({"client": "int64", "round": "int64", "position": "int64",
                          "missing": "int8"})
+
+
+def few_shot(parts: list[np.ndarray], labels: np.ndarray, blocks: list[list[int]], shots: int,
+             seed: int) -> list[np.ndarray]:
+    """Keep ``shots`` samples of each class of each client (see the module docstring):
+    ``random.Random(seed).sample`` over the class's samples in index order, the classes of
+    client 0's block first, in block order, then client 1's, and so on. Returns ascending index
+    arrays."""
+    import random
+
+    if shots < 1:
+        raise BuildError(f"shots must be a positive number of samples per class, got {shots}")
+    rng = random.Random(seed)
+    out = []
+    for part, block in zip(parts, blocks):
+        kept: list[int] = []
+        for cls in block:
+            items = [int(i) for i in part if labels[i] == cls]
+            kept += rng.sample(items, shots) if len(items) >= shots else items
+        out.append(np.array(sorted(kept), dtype=np.int64))
+    return out
 
 
 def write_scenario(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,

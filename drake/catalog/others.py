@@ -134,9 +134,12 @@ def clip_benchmarks() -> list[BenchmarkSpec]:
             name=f"clip-base2novel/{name}", version="1.0",
             description=f"CLIP base-to-novel on {name}, 10 clients with disjoint base classes",
             protocol="base_novel", tasks=(task,),
-            scenarios=(ScenarioSpec("pathological", "pathological",
-                                    params={"mode": "contiguous", "num_clients": 10,
-                                            "seed": 2023, "shots": 16}),),
+            # pFedMMA's base-to-novel split: base classes over 10 clients in contiguous
+            # blocks (Python shuffle, seed 2023), k shots per owned class (Tab. 9's k)
+            scenarios=tuple(ScenarioSpec(f"pathological-{k}shot", "pathological",
+                                         params={"mode": "contiguous", "num_clients": 10,
+                                                 "seed": 2023, "base_only": True, "shots": k})
+                            for k in (16, 8, 4, 2, 1)),
             source_note=hub, citation=PFEDMMA_CITATION))
     return out
 

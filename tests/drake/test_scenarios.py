@@ -142,3 +142,55 @@ def test_quantity_skew_local_test_splits_and_counts_by_stored_split(tmp_path):
         assert counts["train"] == {"total": 160, "assigned": 160, "unassigned": 0}, counts
         assert counts["test"] == {"total": 40, "assigned": 40, "unassigned": 0}, counts
     assert verify(folder).ok
+
+
+def test_base_to_novel_few_shot_split_by_hand(cls, tmp_path):
+    """pFedMMA's base-to-novel split on synth-cls, re-derived here step by step: base = the
+    first ceil(C/2) sorted labels; the base list shuffled by Python's random (seed 2023) and cut
+    into blocks of round(C_base/N), the last client taking the rest; k shots per owned class by
+    random.sample over the class's rows in index order, classes in block order; a client's test
+    rows are exactly its classes' test rows; the novel test rows belong to no client."""
+    import random
+    import shutil
+
+    folder = shutil.copytree(cls, tmp_path / "c")
+    n, k, shot_seed = 3, 4, 11
+    add_scenario(folder, ScenarioSpec("b2n-4shot", "pathological", params={
+        "mode": "contiguous", "num_clients": n, "seed": 2023, "base_only": True, "shots": k,
+        "shot_seed": shot_seed}))
+    m = json.loads((folder / "manifest.json").read_text())
+    train = read_columns(folder, m, "train", ("id", "label"))
+    test = read_columns(folder, m, "test", ("id", "label"))
+    classes = sorted(set(train.label))
+    base = classes[: -(-len(classes) // 2)]
+    shuffled = list(base)
+    random.Random(2023).shuffle(shuffled)
+    size = round(len(base) / n)
+    blocks = [shuffled[i * size:(i + 1) * size] for i in range(n - 1)] + [
+        shuffled[(n - 1) * size:]]
+    base_rows = train[train.label.isin(base)].reset_index(drop=True)
+    rng = random.Random(shot_seed)
+    expected = {}
+    for c, block in enumerate(blocks):
+        for cls_id in block:
+            items = [i for i in range(len(base_rows)) if base_rows.label[i] == cls_id]
+            drawn = rng.sample(items, k) if len(items) >= k else items
+            expected.update({base_rows.id[i]: c for i in drawn})
+    t = table(folder, "b2n-4shot")
+    got_train = dict(zip(t[t.split == "train"].id, t[t.split == "train"].client))
+    assert got_train == expected
+    owner = {cls_id: c for c, block in enumerate(blocks) for cls_id in block}
+    got_test = dict(zip(t[t.split == "test"].id, t[t.split == "test"].client))
+    assert got_test == {i: owner.get(lbl, -1) for i, lbl in zip(test.id, test.label)}
+    counts = m["partitions"]["b2n-4shot"]["counts"]["train"]
+    assert counts["assigned"] == len(expected)
+    assert counts["assigned"] + counts["unassigned"] == counts["total"] == len(train)
+
+
+def test_few_shot_refuses_a_non_positive_shot_count():
+    import numpy as np
+
+    from drake.scenarios import few_shot
+
+    with pytest.raises(BuildError, match="positive number of samples"):
+        few_shot([np.arange(4)], np.zeros(4, dtype=np.int64), [[0]], 0, 0)

@@ -11,13 +11,10 @@ from drake.runtime.results import scenario_name, view_scenario
 from leaderboard.benchmarks import check_scenario_name
 
 LEADERBOARD = Path(__file__).resolve().parents[2] / "leaderboard" / "leaderboard.json"
-#: seeded tables no run can reproduce yet (issue 16): the base-to-novel few-shot splits read
-#: no `shots` (item 6), and TAP's ViLT setup is not in the catalog (item 10)
-NOT_YET = ({(f"clip-base2novel/{d}", "pathological-16shot")
-            for d in ("caltech101", "dtd", "flowers102", "food101", "oxford_pets", "sun397",
-                      "ucf101")}
-           | {("tap", f"vilt-{t}") for t in ("agnews", "caltech256", "commongen", "fmnist",
-                                             "mmlu", "vqa")})
+#: seeded tables no run can reproduce yet: TAP's ViLT setup is not in the catalog (issue 16,
+#: item 10)
+NOT_YET = {("tap", f"vilt-{t}") for t in ("agnews", "caltech256", "commongen", "fmnist", "mmlu",
+                                          "vqa")}
 
 #: scenarios kept for comparison that no paper table has (the leaderboard refuses them, saying
 #: which names it takes)
