@@ -12,9 +12,15 @@ Rules for test rows
 -------------------
 * ``by_task`` (DRAKE, HFLB): a test sample belongs to the client that owns its task (Self);
   other clients evaluate on it for Others.
-* label rules (``iid``, ``dirichlet``, ``dirichlet_hierarchical``, ``pathological``, ``shard``,
-  ``by_domain``): the test split is partitioned by the same rule, with ``seed + 1`` and a
-  minimum of one test sample per client (``min_size`` is for training sets).
+* label rules (``iid``, ``dirichlet``, ``pathological``, ``shard``, ``by_domain``): the test
+  split is partitioned by the same rule, with ``seed + 1`` and a minimum of one test sample per
+  client (``min_size`` is for training sets). With ``paired_test`` (``dirichlet`` and
+  ``by_domain``, pFedMMA's rule) each class's test samples are cut with the same client
+  proportions as its training samples, every client holding ``test_min_size`` of them
+  (:func:`partitioners.dirichlet_train_test`, :func:`partitioners.by_domain_train_test`).
+* ``dirichlet_hierarchical`` (pFedMMA's CIFAR-100 script): train and test are pooled, split
+  together, and each client's share goes back to its split; the coarse labels come from the
+  samples' ``meta.coarse_label``.
 * ``pathological`` with ``base_only`` (base-to-novel): training uses base classes only; a test
   sample of a base class belongs to that class's owner, a novel-class test sample to no client
   (``client = -1``: the novel set every client is scored on). With ``shots`` k, each client
@@ -97,6 +103,40 @@ def _label_parts(rule: str, params: Mapping[str, Any], frame: pd.DataFrame, seed
     raise UnknownNameError(f"unknown partition rule {rule!r}; known: {', '.join(RULES)}")
 
 
+def _paired_parts(rule: str, params: Mapping[str, Any], train: pd.DataFrame,
+                  test: pd.DataFrame, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Train and test cut by the same per-class proportions (``paired_test``)."""
+    common = {"seed": seed, "max_retries": int(params.get("max_retries", 100))}
+    labels = (train["label"].to_numpy(np.int64), test["label"].to_numpy(np.int64))
+    if rule == "dirichlet":
+        return P.dirichlet_train_test(*labels, params["num_clients"], params["alpha"],
+                                      min_size=params.get("min_size", 10),
+                                      test_min_size=params.get("test_min_size", 1), **common)
+    return P.by_domain_train_test(train["domain"].to_numpy(), labels[0],
+                                  test["domain"].to_numpy(), labels[1],
+                                  params["clients_per_domain"], params["alpha"],
+                                  min_size=params.get("min_size", 2),
+                                  test_min_size=params.get("test_min_size", 1), **common)
+
+
+def _coarse(root: Path, manifest: dict[str, Any], split: str,
+            scenario: ScenarioSpec) -> np.ndarray:
+    """The coarse label of every sample of ``split`` (``meta.coarse_label``), in
+    :func:`read_columns` order."""
+    import json
+
+    frame = read_columns(root, manifest, split, ("id", "meta"))
+    out = np.empty(len(frame), dtype=np.int64)
+    for k, (sid, meta) in enumerate(zip(frame["id"], frame["meta"])):
+        value = json.loads(meta or "{}").get("coarse_label")
+        if not isinstance(value, int):
+            raise BuildError(f"scenario {scenario.name}: sample {sid!r} has no integer "
+                             f"meta.coarse_label, which the hierarchical split needs; build a "
+                             f"benchmark whose task declares a coarse_column (cifar100-dir)")
+        out[k] = value
+    return out
+
+
 def _rows(frame: pd.DataFrame, parts: list[np.ndarray], split: str,
           rounds: list[np.ndarray] | None = None,
           positions: list[np.ndarray] | None = None,
@@ -150,9 +190,6 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     want = ("id", "task", "label", "domain")
     train = read_columns(root, manifest, "train", want)
     test = read_columns(root, manifest, "test", want)
-    if rule in ("dirichlet_hierarchical",):
-        raise BuildError(f"scenario {scenario.name}: rule {rule} needs coarse labels, which "
-                         f"{spec.name} does not store")
     if rule == "by_task":
         client_tasks = [list(c.tasks) for c in spec.clients]
         parts = P.by_task(train["task"].to_numpy(), client_tasks)
@@ -198,6 +235,21 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         test_rows = pd.concat([_rows(test, test_idx, "test"),
                                _global(test, np.flatnonzero(test_owner == -1), "test")],
                               ignore_index=True)
+        stream_kw = {"task_of_sample": train["task"].to_numpy()}
+    elif rule == "dirichlet_hierarchical":
+        pooled = np.concatenate([train["label"].to_numpy(np.int64),
+                                 test["label"].to_numpy(np.int64)])
+        coarse = np.concatenate([_coarse(root, manifest, "train", scenario),
+                                 _coarse(root, manifest, "test", scenario)])
+        parts = P.dirichlet_hierarchical(pooled, coarse, params["num_clients"],
+                                         params["alpha_coarse"], params["alpha_fine"], seed=seed)
+        n_train = len(train)
+        train_parts = [p[p < n_train] for p in parts]
+        test_rows = _rows(test, [p[p >= n_train] - n_train for p in parts], "test")
+        stream_kw = {"task_of_sample": train["task"].to_numpy()}
+    elif params.get("paired_test") and rule in ("dirichlet", "by_domain"):
+        train_parts, test_parts = _paired_parts(rule, params, train, test, seed)
+        test_rows = _rows(test, test_parts, "test")
         stream_kw = {"task_of_sample": train["task"].to_numpy()}
     else:
         label_params = {k: v for k, v in params.items() if k != "seed"}

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from .base_novel import base_novel_split
-from .dirichlet import dirichlet
+from .dirichlet import dirichlet, dirichlet_train_test
 from .dirichlet_hierarchical import dirichlet_hierarchical
-from .domain import by_domain
+from .domain import by_domain, by_domain_train_test
 from .iid import iid
 from .manifest import from_manifest, to_manifest
 from .missing import MissingCode, missing_modality
@@ -33,9 +33,11 @@ __all__ = [
     "Stream",
     "base_novel_split",
     "by_domain",
+    "by_domain_train_test",
     "by_task",
     "contiguous_class_blocks",
     "dirichlet",
+    "dirichlet_train_test",
     "dirichlet_hierarchical",
     "from_manifest",
     "iid",

@@ -10,7 +10,7 @@ from ._common import group_by_client
 from ._validate import check_alpha, check_int, check_labels, check_same_length, check_seed
 from .dirichlet import dirichlet_client_of
 
-__all__ = ["by_domain"]
+__all__ = ["by_domain", "by_domain_train_test"]
 
 
 def by_domain(
@@ -82,11 +82,48 @@ def by_domain(
     >>> [sorted(set(domains[p].tolist())) for p in parts]
     [['clipart'], ['clipart'], ['sketch'], ['sketch']]
     """
+    return _by_domain(domains, labels, clients_per_domain, alpha, seed=seed, min_size=min_size,
+                      balance=balance, max_retries=max_retries)
+
+
+def by_domain_train_test(
+    domains: np.ndarray,
+    labels: np.ndarray,
+    test_domains: np.ndarray,
+    test_labels: np.ndarray,
+    clients_per_domain: int | Mapping[object, int],
+    alpha: float,
+    *,
+    seed: int,
+    min_size: int = 2,
+    test_min_size: int = 1,
+    balance: bool = True,
+    max_retries: int = 100,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """:func:`by_domain` with each domain's test samples cut by the same per-class client
+    proportions as its training samples (pFedMMA's ``data_utils.py`` for DomainNet and
+    Office-Caltech10): a client's test set follows its own label skew. Every client needs
+    ``test_min_size`` test samples too. Returns ``(train_parts, test_parts)``, clients
+    numbered as :func:`by_domain` numbers them.
+    """
+    return _by_domain(domains, labels, clients_per_domain, alpha, seed=seed, min_size=min_size,
+                      balance=balance, max_retries=max_retries, test_domains=test_domains,
+                      test_labels=test_labels, test_min_size=test_min_size)
+
+
+def _by_domain(domains, labels, clients_per_domain, alpha, *, seed, min_size, balance,
+               max_retries, test_domains=None, test_labels=None, test_min_size=0):
     labels = check_labels(labels)
     dom = np.asarray(domains)
     if dom.ndim != 1:
         raise ValueError(f"domains must be one-dimensional, got shape {dom.shape}")
     check_same_length(dom, labels, "domains", "labels")
+    paired = test_labels is not None
+    if paired:
+        test_labels = check_labels(test_labels)
+        test_dom = np.asarray(test_domains)
+        check_same_length(test_dom, test_labels, "test_domains", "test_labels")
+        test_min_size = check_int(test_min_size, "test_min_size", minimum=0)
     alpha_arr = check_alpha(alpha)
     seed = check_seed(seed)
     min_size = check_int(min_size, "min_size", minimum=0)
@@ -95,6 +132,10 @@ def by_domain(
         domain_values, domain_index = np.unique(dom, return_inverse=True)
     except TypeError:
         raise ValueError("domains must all be of one sortable type (all str or all int)") from None
+    if paired:
+        extra = sorted(set(test_dom.tolist()) - set(domain_values.tolist()))
+        if extra:
+            raise ValueError(f"test domains {extra[:5]} have no training sample")
 
     counts: list[int] = []
     for value in domain_values.tolist():
@@ -109,6 +150,7 @@ def by_domain(
 
     rng = np.random.default_rng(seed)
     client_of = np.empty(labels.shape[0], dtype=np.int64)
+    test_of = np.empty(test_labels.shape[0], dtype=np.int64) if paired else None
     offset = 0
     for j, value in enumerate(domain_values.tolist()):
         idx = np.flatnonzero(domain_index == j)
@@ -118,6 +160,10 @@ def by_domain(
                 f"domain {value!r} has {idx.shape[0]} samples, too few for "
                 f"clients_per_domain={k} with min_size={min_size}; lower either"
             )
+        extra = {}
+        if paired:
+            t_idx = np.flatnonzero(test_dom == value)
+            extra = {"test_labels": test_labels[t_idx], "test_min_size": test_min_size}
         local = dirichlet_client_of(
             labels[idx],
             k,
@@ -127,7 +173,13 @@ def by_domain(
             balance=bool(balance),
             max_retries=max_retries,
             context=f"by_domain, domain {value!r}",
+            **extra,
         )
+        if paired:
+            local, local_test = local
+            test_of[t_idx] = offset + local_test
         client_of[idx] = offset + local
         offset += k
+    if paired:
+        return group_by_client(client_of, offset), group_by_client(test_of, offset)
     return group_by_client(client_of, offset)

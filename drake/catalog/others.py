@@ -74,7 +74,8 @@ def _by_domain(*settings: tuple[int, float]) -> tuple[ScenarioSpec, ...]:
     ``dir-alpha<beta>-<k>clients-per-domain``, one per (clients per domain, beta)."""
     return tuple(ScenarioSpec(f"dir-alpha{beta:g}-{k}client{'s' if k > 1 else ''}-per-domain",
                               "by_domain",
-                              params={"clients_per_domain": k, "alpha": beta, "min_size": 2})
+                              params={"clients_per_domain": k, "alpha": beta, "min_size": 2,
+                                      "paired_test": True, "test_min_size": 2})
                  for k, beta in settings)
 
 
@@ -151,8 +152,12 @@ def cifar_benchmarks() -> list[BenchmarkSpec]:
         protocol="classification",
         tasks=(_cls_task("cifar10", "uoft-cs/cifar10", "CIFAR-10", "MIT", "Krizhevsky 2009",
                          image_column="img", label_column="label", template=PFEDMMA_TEMPLATE),),
+        # datasplit.py's noniid-labeldir: test cut with the train proportions, redrawn until
+        # every client has 10 of each (its loop has no bound; 100,000 draws here)
         scenarios=tuple(ScenarioSpec(f"dir-alpha{a:g}", "dirichlet",
-                                     params={"num_clients": 100, "alpha": a, "min_size": 10})
+                                     params={"num_clients": 100, "alpha": a, "min_size": 10,
+                                             "paired_test": True, "test_min_size": 10,
+                                             "max_retries": 100_000})
                         for a in CIFAR_BETAS),
         source_note="uoft-cs/cifar10", citation=PFEDMMA_CITATION)
     c100 = BenchmarkSpec(
@@ -169,7 +174,9 @@ def cifar_benchmarks() -> list[BenchmarkSpec]:
                                           "alpha_fine": 10.0})
                      for a in CIFAR_BETAS),
                    ScenarioSpec("flat-dir-alpha0.3", "dirichlet",
-                                params={"num_clients": 100, "alpha": 0.3, "min_size": 10})),
+                                params={"num_clients": 100, "alpha": 0.3, "min_size": 10,
+                                        "paired_test": True, "test_min_size": 10,
+                                        "max_retries": 100_000})),
         source_note="uoft-cs/cifar100", citation=PFEDMMA_CITATION)
     return [c10, c100]
 
