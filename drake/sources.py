@@ -41,7 +41,8 @@ OFFLINE_HINT = ("offline alternatives: `drake build --benchmark drake-synth` bui
                 "offline twin with no network; `--source-dir DIR` reads source files you already "
                 "have; or point HF_HOME at a pre-filled Hugging Face cache and set "
                 "HF_HUB_OFFLINE=1")
-PROBE_TIMEOUT = 4.0
+PROBE_TIMEOUT = 4.0  # seconds the Hub has to accept a connection
+ETAG_TIMEOUT = 15.0  # seconds a reachable Hub has to answer a file's metadata request
 SOURCE_CACHE = ".sources"  # conversion records, under the partial build folder
 
 
@@ -257,7 +258,7 @@ def hub_file(repo_id: str, filename: str, *, revision: str | None = None,
     why = (f"no answer from {host}" if online else "HF_HUB_OFFLINE is set" if hub_offline()
            else f"{host} did not answer within {PROBE_TIMEOUT:g} s")
     # a Hub that accepts the connection but never answers must not stall the build either
-    timeout = {} if os.environ.get("HF_HUB_ETAG_TIMEOUT") else {"etag_timeout": PROBE_TIMEOUT}
+    timeout = {} if os.environ.get("HF_HUB_ETAG_TIMEOUT") else {"etag_timeout": ETAG_TIMEOUT}
     where = cache or "the default Hugging Face cache"
     path = hub_call(
         lambda: hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision,
