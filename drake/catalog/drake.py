@@ -112,6 +112,11 @@ DRAKE_MIXES: dict[str, tuple[str, ...]] = {
                                      LLAMA_3B, LLAMA_3B, LLAMA_1B, LLAMA_3B),
     "hetero-qwen-0.5b-1.5b-3b": (QWEN_15B, QWEN_05B, QWEN_3B, QWEN_3B, QWEN_3B, QWEN_15B,
                                  QWEN_15B, QWEN_3B, QWEN_05B, QWEN_3B),
+    # the released DRAKE_hetero_llava_llama_3B_qwen_1_5B(_3B) scenarios
+    "hetero-llama-3b-qwen-1.5b": (QWEN_15B, QWEN_15B, QWEN_15B, LLAMA_3B, QWEN_15B, LLAMA_3B,
+                                  LLAMA_3B, LLAMA_3B, LLAMA_3B, LLAMA_3B),
+    "hetero-llama-3b-qwen-1.5b-3b": (QWEN_15B, QWEN_15B, QWEN_15B, QWEN_3B, QWEN_15B, QWEN_3B,
+                                     LLAMA_3B, QWEN_3B, LLAMA_3B, LLAMA_3B),
     **{f"homo-{n}": (m,) * 10 for n, m in (
         ("llama-1b", LLAMA_1B), ("llama-3b", LLAMA_3B), ("llama-8b", LLAMA_8B),
         ("qwen-0.5b", QWEN_05B), ("qwen-1.5b", QWEN_15B), ("qwen-3b", QWEN_3B))},

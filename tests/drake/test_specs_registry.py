@@ -27,7 +27,12 @@ def test_drake_model_mixes_follow_the_released_scenarios():
     assert small == [0, 1, 8, 9] and hetero.count("thkim0305/llama3.2_3B_vl") == 6
     assert spec.models("hetero-llama-1b-3b-8b")[6] == "thkim0305/llama3.1_8B_vl"
     assert set(spec.models("homo-qwen-3b")) == {"thkim0305/qwen2.5_3B_vl"}
-    assert len(spec.model_mixes) == 10
+    # DRAKE_hetero_llava_llama_3B_qwen_1_5B: Qwen-1.5B on released clients 0, 1, 2 and 4
+    q15 = [i for i, m in enumerate(spec.models("hetero-llama-3b-qwen-1.5b")) if "qwen" in m]
+    assert q15 == [0, 1, 2, 4]
+    both = spec.models("hetero-llama-3b-qwen-1.5b-3b")
+    assert [i for i, m in enumerate(both) if m.endswith("qwen2.5_3B_vl")] == [3, 5, 7]
+    assert len(spec.model_mixes) == 12
     with pytest.raises(UnknownNameError, match="no model mix"):
         spec.models("nope")
 
