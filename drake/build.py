@@ -231,6 +231,7 @@ def build(
     cache_dir: Path | str | None = None,
     strict: bool = False,
     allow_short: bool = False,
+    subsets: str = "released",
     convert_progress: Callable[[Iterable, int], Iterable] | None = None,
     _stop_after: int | None = None,
 ) -> Path:
@@ -260,6 +261,9 @@ def build(
         Real benchmarks: Hugging Face cache (default ``$HF_HOME/hub``).
     strict : bool
         Real benchmarks: fail on the first build that rejects any source row.
+    subsets : str
+        Real benchmarks: ``released`` (default) opens an ambiguous subset's file as the released
+        scenarios do; ``by-content`` matches it by image count (see :mod:`drake.adapters.llava_tar`).
     allow_short : bool
         Real benchmarks: build a task split that keeps no row or far fewer than expected (see
         :func:`shortfalls`) instead of failing; the manifest records the shortfall.
@@ -274,7 +278,7 @@ def build(
 
     options = AdapterOptions(source_dir=Path(source_dir) if source_dir else None,
                              revision=revision, cache_dir=Path(cache_dir) if cache_dir else None,
-                             seed=seed, strict=strict)
+                             seed=seed, strict=strict, subsets=subsets)
     source = source_for(spec, seed, image_size, options=options)
     real = isinstance(source, AdapterSource)
     if real:

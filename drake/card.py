@@ -319,11 +319,14 @@ PROJECT_PROSE_TAIL = """\
 - **Bongard-HOI subset ids** are ambiguous: the released task list names 0 the positive/negative
   query (7 images: 3 positive, 3 negative, 1 query), 1 the common-action choice (6 images) and 2
   the odd-action image (4 images), while the public generation scripts write the common-action
-  set to `dataset-0.json` and the odd-action set to `dataset-2.json`. The adapter decides from
-  the released files' content: each Bongard-HOI task reads the candidate subset (0, 1 or 2)
-  whose train records all carry the task's image count (7, 6 and 4 for tasks 0, 1 and 2); the
-  declared id wins when it fits. The file actually read is recorded in the manifest
-  (`sources.<task>.origin.subset`) and in every sample's `meta.subset`.
+  set to `dataset-0.json` and the odd-action set to `dataset-2.json`. The released scenarios,
+  which produced the paper's numbers, open `dataset-<id>.json` literally, and so does the
+  suite by default (`--subsets released`): clients train on the data of the paper's runs, even
+  where a file's content is another task of the task list. `--subsets by-content` instead gives
+  each Bongard-HOI task the candidate subset (0, 1 or 2) whose train records all carry the
+  task's image count (7, 6 and 4 for tasks 0, 1 and 2; the declared id wins when it fits). The
+  file actually read is recorded in the manifest (`sources.<task>.origin.subset`) and in every
+  sample's `meta.subset`.
 - **Renumbered subsets.** Later scenario scripts of the authors copy or subsample subset files
   under new ids (e.g. `dataset-30.json`, `dataset-40.json`). Only the ids of the released task
   lists are read; other files in a tar are ignored.

@@ -72,7 +72,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                    image_size=args.image_size, overwrite=args.overwrite,
                    progress=_progress(f"building {spec.name}"), source_dir=args.source_dir,
                    revision=args.revision, cache_dir=args.cache_dir, strict=args.strict,
-                   allow_short=args.allow_short, convert_progress=_progress(f"reading {spec.name} sources", unit="split"))
+                   allow_short=args.allow_short, subsets=args.subsets, convert_progress=_progress(f"reading {spec.name} sources", unit="split"))
     manifest = json.loads((folder / "manifest.json").read_text())
     rejected = ""
     if manifest.get("rejected") is not None:
@@ -431,6 +431,10 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="fail if any source row is rejected (default: skip it and list it in "
                    "rejected.jsonl)")
+    p.add_argument("--subsets", choices=("released", "by-content"), default="released",
+                   help="Bongard-HOI's ambiguous subset ids: open dataset-<id>.json as the "
+                   "released scenarios do (default, the paper's data), or match each task to "
+                   "the file whose records carry its image count")
     p.add_argument("--allow-short", action="store_true",
                    help="build a task split that keeps no row, or far fewer than the release "
                    "holds, instead of failing; the manifest records the shortfall")

@@ -381,6 +381,8 @@ class AdapterSource:
         opts = self.options
         blob = {"source_dir": str(opts.source_dir or ""), "revision": opts.revision or "",
                 "kinds": sorted({t.source for t in self.spec.tasks})}
+        if opts.subsets != "released":  # the default leaves earlier fingerprints as they were
+            blob["subsets"] = opts.subsets
         return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
 
     def adapter(self, kind: str):

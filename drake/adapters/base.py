@@ -86,6 +86,10 @@ class AdapterOptions:
     cache_dir: Path | None = None
     seed: int = 0
     strict: bool = False
+    #: which file an ambiguous subset id opens: ``released`` (``dataset-<id>.json`` as the
+    #: released scenarios open it, which produced the paper's numbers) or ``by-content`` (the
+    #: candidate whose records carry the task's image count)
+    subsets: str = "released"
 
 
 class Adapter(ABC):

@@ -46,10 +46,14 @@ seeded random subset (the rest is dropped by the rule ``cap``) in source order.
 
 Ambiguous subset ids
 --------------------
-A task whose ``source_args`` lists ``subset_candidates`` (Bongard-HOI) is matched to a file by
-content: the candidate train file whose records all carry ``TaskSpec.num_images`` images is
-used; the declared subset wins ties; no match or an unresolved tie is an error. The mapping used
-is recorded in the manifest (``sources.<task>.origin``) and documented in DATASET_CARD.md.
+A task whose ``source_args`` lists ``subset_candidates`` (Bongard-HOI) reads, by default, the
+file its id names (``dataset-<id>.json``), as the released scenarios do: that is the data the
+paper's numbers come from, even where the file's content is another task of the task list. With
+``AdapterOptions.subsets == "by-content"`` (``drake build --subsets by-content``) it is matched
+to a file by content instead: the candidate train file whose records all carry
+``TaskSpec.num_images`` images is used; the declared subset wins ties; no match or an unresolved
+tie is an error. The file read is recorded in the manifest (``sources.<task>.origin``) and the
+choice documented in DATASET_CARD.md.
 """
 
 from __future__ import annotations
@@ -323,8 +327,11 @@ class LlavaTarAdapter(Adapter):
         args = task.source_args
         declared = str(args["subset"])
         candidates = [str(c) for c in args.get("subset_candidates", ())]
-        if not candidates:
+        if not candidates or self.options.subsets == "released":
             return declared
+        if self.options.subsets != "by-content":
+            raise BuildError(f"--subsets must be released or by-content, got "
+                             f"{self.options.subsets!r}")
         if task.id in self._resolved:
             return self._resolved[task.id]
         lo, hi = task.num_images

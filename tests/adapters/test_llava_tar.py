@@ -196,9 +196,15 @@ def test_bongard_hoi_subsets_are_matched_by_their_image_count(tmp_path):
             members[f"Bongard-HOI/{split}/dataset-{subset}.json"] = json.dumps(
                 rows(n, f"s{subset}-")).encode()
     write_tar(tmp_path / "Bongard-HOI.tar", members)
-    ad = adapter(tmp_path)
-    resolved = {tid: ad.describe(DRAKE.task(tid))["subset"]
-                for tid in ("Bongard-HOI-0", "Bongard-HOI-1", "Bongard-HOI-2")}
+    ids = ("Bongard-HOI-0", "Bongard-HOI-1", "Bongard-HOI-2")
+    # by default each task opens the file its id names, as the released scenarios do
+    released = adapter(tmp_path)
+    assert {t: released.describe(DRAKE.task(t))["subset"] for t in ids} == {
+        "Bongard-HOI-0": "0", "Bongard-HOI-1": "1", "Bongard-HOI-2": "2"}
+    conv = released.convert(DRAKE.task("Bongard-HOI-0"), "test")
+    assert [r["id"] for r in conv.kept] == ["s0-0", "s0-1"]
+    ad = adapter(tmp_path, subsets="by-content")
+    resolved = {tid: ad.describe(DRAKE.task(tid))["subset"] for tid in ids}
     assert resolved == {"Bongard-HOI-0": "1", "Bongard-HOI-1": "0", "Bongard-HOI-2": "2"}
     task = DRAKE.task("Bongard-HOI-0")
     conv = ad.convert(task, "test")
@@ -213,7 +219,7 @@ def test_an_unresolvable_subset_is_an_error_naming_the_counts(tmp_path):
     write_tar(tmp_path / "Bongard-HOI.tar",
               {"Bongard-HOI/train/dataset-0.json": json.dumps(rows).encode()})
     with pytest.raises(BuildError, match=r"Bongard-HOI-0.*expected 7-7 images.*'0': \[5\]"):
-        adapter(tmp_path).describe(DRAKE.task("Bongard-HOI-0"))
+        adapter(tmp_path, subsets="by-content").describe(DRAKE.task("Bongard-HOI-0"))
 
 
 def test_image_paths_resolve_with_or_without_the_dataset_prefix():
