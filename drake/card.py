@@ -327,6 +327,11 @@ PROJECT_PROSE_TAIL = """\
   task's image count (7, 6 and 4 for tasks 0, 1 and 2; the declared id wins when it fits). The
   file actually read is recorded in the manifest (`sources.<task>.origin.subset`) and in every
   sample's `meta.subset`.
+- **Unseen-task groups.** Sec. A.18 of the paper calls DreamSim and ImageCoDe new task types
+  and RecipeQA and HQ-Edit new visual domains; the released scenarios group them the other
+  way round (`DRAKE_unseen_newtasktype`: the two RecipeQA tasks, Mantis contrastive caption 1
+  and HQ-Edit; `DRAKE_unseen_newvisualdomain`: DreamSim, Mantis contrastive caption 0 and
+  ImageCoDe). The suite follows the release (`unseen-task` and `unseen-domain` above).
 - **Renumbered subsets.** Later scenario scripts of the authors copy or subsample subset files
   under new ids (e.g. `dataset-30.json`, `dataset-40.json`). Only the ids of the released task
   lists are read; other files in a tar are ignored.
