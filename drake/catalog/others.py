@@ -125,10 +125,13 @@ def clip_benchmarks() -> list[BenchmarkSpec]:
         split = CLIP_SPLIT_RULES.get(name, "official train/test")
         task = TaskSpec(
             id=name, source=source,
-            source_args={"repo": hub, "num_classes": n_cls, **CLIP_SOURCE_ARGS.get(name, {})},
+            # pFedMMA prompts every dataset with "a photo of a {}."; CoOp's per-dataset template
+            # is kept for zero-shot CLIP's CoOp-template row
+            source_args={"repo": hub, "num_classes": n_cls, "coop_template": template,
+                         **CLIP_SOURCE_ARGS.get(name, {})},
             subgroup="classification", answer_type="classification", metrics=("accuracy",),
             description=f"{name}: {n_cls} classes, base = first ceil(n/2) sorted classes",
-            prompt_template=template,
+            prompt_template=PFEDMMA_TEMPLATE,
             split_rule=f"{split}; base/novel: sorted classes, base = first half",
             licence="see source", citation=name)
         out.append(BenchmarkSpec(

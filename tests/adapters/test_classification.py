@@ -178,7 +178,9 @@ def test_food101_reads_validation_as_test_and_pets_lowercase(hub):
     task = _task("clip-base2novel/food101")
     conv, samples = _samples(HubClassificationAdapter(hub.options()), task, "test")
     assert samples[0]["id"] == "food101-validation-0" and samples[0]["answer"] == "apple pie"
-    assert json.loads(samples[0]["meta"])["text"] == "a photo of apple pie, a type of food."
+    # pFedMMA's prompt for every dataset; CoOp's per-dataset template is kept in the spec
+    assert json.loads(samples[0]["meta"])["text"] == "a photo of a apple pie."
+    assert task.source_args["coop_template"] == "a photo of {}, a type of food."
 
     pets = Features({"image": Image(), "label": ClassLabel(
         names=["Abyssinian"] + [f"breed_{i}" for i in range(36)])})
@@ -187,7 +189,7 @@ def test_food101_reads_validation_as_test_and_pets_lowercase(hub):
         for s in ("train", "test")})
     _, samples = _samples(HubClassificationAdapter(hub.options()),
                           _task("clip-base2novel/oxford_pets"), "train")
-    assert json.loads(samples[0]["meta"])["text"] == "a photo of a abyssinian, a type of pet."
+    assert json.loads(samples[0]["meta"])["text"] == "a photo of a abyssinian."
 
 
 def test_caltech101_seeded_stratified_split_excludes_and_renames(hub):

@@ -124,7 +124,7 @@ def test_ucf101_follows_coop_split_file(ucf):
                                                               "file not found")]
     s = test_s[0]
     assert (s["answer"], s["label"], s["prompt"]) == ("Apply Eye Makeup", 0, "<image>")
-    assert json.loads(s["meta"])["text"] == "a photo of a person doing Apply Eye Makeup."
+    assert json.loads(s["meta"])["text"] == "a photo of a Apply Eye Makeup."
     assert s["images"] == [(ucf / "UCF-101-midframes" / test.kept[0]["path"]).read_bytes()]
     assert adapter.class_names(task) == ["Apply Eye Makeup", "Archery", "Baby Crawling"]
 
