@@ -28,6 +28,11 @@ Rules for test rows
   uses) draws them: ``random.sample`` of k of the class's training samples (all of them when
   the class has fewer), classes in the client's block order, from a Python ``random.Random``
   seeded with ``shot_seed`` (default the build seed). The others stay unassigned.
+* ``tap_groups`` (TAP): three groups of ten clients with TAP's fixed task sets
+  (:data:`partitioners.TAP_LAYOUTS`, ``layout`` flava or vilt; :func:`partitioners.task_groups`).
+  TAP scores every client of a pattern on the pattern's whole test set; here a task's test rows
+  are dealt evenly to the clients that hold it (``seed + 1``), so the mean over those clients
+  is the score on the whole set.
 * ``quantity_skew`` with ``global_test``: the last subset of the train split and the whole test
   split form the global test set (``client = -1``). With ``local_test_fraction`` f each client's
   subset is split again, f of it a local test set (FediLoRA's 8:2 with f = 0.2), drawn from its
@@ -57,7 +62,7 @@ from drake.specs import BenchmarkSpec, ScenarioSpec
 
 COLUMNS = ("id", "client", "split", "round", "position", "missing")
 RULES = ("by_task", "iid", "dirichlet", "dirichlet_hierarchical", "pathological", "shard",
-         "by_domain", "quantity_skew")
+         "by_domain", "quantity_skew", "tap_groups")
 
 PARTITION_SCHEMA = pa.schema([
     ("id", pa.string()), ("client", pa.int64()), ("split", pa.string()),
@@ -246,6 +251,20 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         n_train = len(train)
         train_parts = [p[p < n_train] for p in parts]
         test_rows = _rows(test, [p[p >= n_train] - n_train for p in parts], "test")
+        stream_kw = {"task_of_sample": train["task"].to_numpy()}
+    elif rule == "tap_groups":
+        layout = P.TAP_LAYOUTS[params["layout"]]
+        groups = int(params.get("groups", 3))
+        train_parts = P.task_groups(train["task"].to_numpy(), layout, groups=groups, seed=seed,
+                                    unshuffled=tuple(params.get("unshuffled", ())))
+        holders: dict[str, list[int]] = {}
+        for g in range(groups):
+            for k, pattern in enumerate(layout):
+                for name, _, _ in pattern:
+                    holders.setdefault(name, []).append(g * len(layout) + k)
+        test_rows = _rows(test, P.split_among_holders(test["task"].to_numpy(), holders,
+                                                      groups * len(layout), seed=seed + 1),
+                          "test")
         stream_kw = {"task_of_sample": train["task"].to_numpy()}
     elif params.get("paired_test") and rule in ("dirichlet", "by_domain"):
         train_parts, test_parts = _paired_parts(rule, params, train, test, seed)

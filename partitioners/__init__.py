@@ -26,11 +26,13 @@ from .quantity import quantity_skew
 from .shard import shard
 from .stream import Stream, stream
 from .task import by_task
+from .tap import TAP_LAYOUTS, split_among_holders, task_groups
 
 __all__ = [
     "FunctionPartitioner",
     "MissingCode",
     "Stream",
+    "TAP_LAYOUTS",
     "base_novel_split",
     "by_domain",
     "by_domain_train_test",
@@ -45,7 +47,9 @@ __all__ = [
     "pathological",
     "quantity_skew",
     "shard",
+    "split_among_holders",
     "stream",
+    "task_groups",
     "to_manifest",
 ]
 

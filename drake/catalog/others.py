@@ -254,10 +254,15 @@ def tap_benchmark() -> BenchmarkSpec:
                 "prompt", ""), split_rule=rule, licence="see source", citation=tid))
     return BenchmarkSpec(
         name="tap", version="1.0",
-        description="TAP's multi-task multi-modal setup: 8 datasets over 30 clients (FLAVA)",
+        description="TAP's multi-task multi-modal setup: 8 datasets (FLAVA) or 6 (ViLT) over "
+        "30 clients in 3 groups of 10 with fixed task sets",
         protocol="generation", tasks=tuple(tasks),
-        scenarios=(ScenarioSpec("flava-30", "iid",
-                                params={"num_clients": 30, "clients_per_round": 2}),),
+        # TAP's code: 3 groups x 10 client patterns; Fashion-MNIST keeps its index order
+        scenarios=tuple(ScenarioSpec(f"{backbone}-30", "tap_groups",
+                                     params={"layout": backbone, "groups": 3,
+                                             "unshuffled": ["fashion-mnist"],
+                                             "clients_per_round": 2})
+                        for backbone in ("flava", "vilt")),
         source_note="Hub datasets listed per task", citation=TAP_CITATION)
 
 

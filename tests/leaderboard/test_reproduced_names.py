@@ -11,10 +11,8 @@ from drake.runtime.results import scenario_name, view_scenario
 from leaderboard.benchmarks import check_scenario_name
 
 LEADERBOARD = Path(__file__).resolve().parents[2] / "leaderboard" / "leaderboard.json"
-#: seeded tables no run can reproduce yet: TAP's ViLT setup is not in the catalog (issue 16,
-#: item 10)
-NOT_YET = {("tap", f"vilt-{t}") for t in ("agnews", "caltech256", "commongen", "fmnist", "mmlu",
-                                          "vqa")}
+#: seeded tables no run can reproduce yet
+NOT_YET: set[tuple[str, str]] = set()
 
 #: scenarios kept for comparison that no paper table has (the leaderboard refuses them, saying
 #: which names it takes)
