@@ -36,7 +36,10 @@ Rules for test rows
 * ``quantity_skew`` with ``global_test``: the last subset of the train split and the whole test
   split form the global test set (``client = -1``). With ``local_test_fraction`` f each client's
   subset is split again, f of it a local test set (FediLoRA's 8:2 with f = 0.2), drawn from its
-  training rows.
+  training rows. With ``pool_test`` the stored train and test rows are pooled first (train
+  rows, then test rows, each in manifest order), so the subsets cut the whole dataset: FediLoRA
+  §4.1's 11 random-size subsets, the last the global test set, whatever split a row is stored
+  in.
 
 Samples a rule leaves out (unseen and public tasks, novel-class training samples, classes no
 client drew) are counted per split in the manifest as ``unassigned``, so counts reconcile.
@@ -206,6 +209,9 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
         stream_kw = {"task_of_sample": train["task"].to_numpy(),
                      "client_task_order": client_tasks}
     elif rule == "quantity_skew":
+        if params.get("pool_test"):  # FediLoRA: the whole dataset is cut into the subsets
+            train = pd.concat([train, test], ignore_index=True)
+            test = test.iloc[:0]
         subsets = P.quantity_skew(len(train), params["num_clients"], seed=seed,
                                   global_test=bool(params.get("global_test", False)))
         if params.get("global_test"):

@@ -144,6 +144,42 @@ def test_quantity_skew_local_test_splits_and_counts_by_stored_split(tmp_path):
     assert verify(folder).ok
 
 
+def test_fedilora_cuts_the_whole_dataset_into_11_subsets_with_8_2_inside_each(tmp_path):
+    """FediLoRA §4.1: the dataset (stored train and test rows pooled) is cut into 11 subsets of
+    random sizes, the last the global test set; each client's subset is split 8:2."""
+    import numpy as np
+
+    import partitioners as P
+
+    params = {"num_clients": 10, "global_test": True, "local_test_fraction": 0.2,
+              "pool_test": True}
+    fedilora = {s.name: dict(s.params) for s in get_benchmark("fedilora").scenarios}
+    assert all({k: v for k, v in p.items() if k in params} == params for p in fedilora.values())
+    folder = build(get_benchmark("synth-caption", size="small"), tmp_path, seed=3)
+    add_scenario(folder, ScenarioSpec("fedilora-split", "quantity_skew", params=params))
+    m = json.loads((folder / "manifest.json").read_text())
+    t = table(folder, "fedilora-split")
+    pooled = np.array(list(read_columns(folder, m, "train", ("id",))["id"])
+                      + list(read_columns(folder, m, "test", ("id",))["id"]))
+    assert len(pooled) == 200 and len(t) == 200 and not t.id.duplicated().any()
+    subsets = P.quantity_skew(200, 10, seed=3, global_test=True)
+    assert len(subsets) == 11
+    # the 11th subset is the global test set, and nothing else is
+    assert set(t[t.client == -1].id) == set(pooled[subsets[10]])
+    assert (t[t.client == -1].split == "test").all()
+    for c in range(10):
+        mine = t[t.client == c]
+        assert set(mine.id) == set(pooled[subsets[c]])  # a client's subset, nothing more
+        n, n_test = len(mine), int((mine.split == "test").sum())
+        assert n_test == (min(n - 1, max(1, round(0.2 * n))) if n > 1 else 0), (c, n)
+    # stored test rows train clients too: the subsets cut the whole dataset
+    stored_test = set(read_columns(folder, m, "test", ("id",))["id"])
+    assert (t[(t.split == "train") & t.id.isin(stored_test)]).shape[0] > 0
+    counts = m["partitions"]["fedilora-split"]["counts"]
+    assert counts["train"]["unassigned"] == counts["test"]["unassigned"] == 0
+    assert verify(folder).ok
+
+
 def test_base_to_novel_few_shot_split_by_hand(cls, tmp_path):
     """pFedMMA's base-to-novel split on synth-cls, re-derived here step by step: base = the
     first ceil(C/2) sorted labels; the base list shuffled by Python's random (seed 2023) and cut
