@@ -15,7 +15,9 @@ drake, hflb, drake-synth               ``<order>-<models>[-<tag>]``: order ``sta
                                        default (hetero = LLaVA-Llama3.2 1B/3B mix, homo =
                                        LLaVA-Llama3.2-3B), e.g. ``dynamic-homo-qwen``,
                                        ``dynamic-hetero-llama1b3b8b``
-clip-base2novel/<dataset>              ``pathological-<k>shot``
+clip-base2novel/<dataset>              ``pathological-<k>shot[-<tag>]``: the optional tag
+                                       names a backbone other than the default CLIP
+                                       ViT-B/16, e.g. ``pathological-16shot-vitb32``
 cifar10-dir, cifar100-dir              ``dir-alpha<a>``
 domainnet, office-caltech10            ``dir-alpha<a>-<k>clients-per-domain``
 tap                                    ``<flava|vilt>-<task>`` (task in
@@ -162,7 +164,7 @@ def check_benchmark(
 
 _DRAKE_LIKE = frozenset({"drake", "hflb", "drake-synth"})
 _ORDER_MODELS = re.compile(r"^(static|dynamic)-(homo|hetero)(?:-([a-z0-9]+))?$")
-_SHOTS = re.compile(r"^pathological-([1-9][0-9]{0,2})shot$")
+_SHOTS = re.compile(r"^pathological-([1-9][0-9]{0,2})shot(?:-([a-z0-9]+))?$")
 _ALPHA = r"alpha([0-9]{1,3}(?:\.[0-9]{1,4})?)"
 _DIR = re.compile(rf"^dir-{_ALPHA}$")
 _DIR_DOMAIN = re.compile(rf"^dir-{_ALPHA}-([1-9][0-9]?)clients?-per-domain$")
@@ -209,7 +211,7 @@ def check_scenario_name(
             )
     elif benchmark.startswith("clip-base2novel/"):
         if not _SHOTS.fullmatch(name):
-            raise _fail(benchmark, name, "pathological-<k>shot")
+            raise _fail(benchmark, name, "pathological-<k>shot[-<backbone tag>]")
     elif benchmark in ("cifar10-dir", "cifar100-dir"):
         m = _DIR.fullmatch(name)
         if not m:

@@ -65,6 +65,7 @@ svg{max-width:100%;height:auto;border:1px solid #eee}
 h2.paper{font-size:1.35rem;margin-top:1.6rem;border-bottom:2px solid #ccc}
 form.filters{margin:.6rem 0;padding:.4rem .6rem;background:#f6f6f6;border-radius:4px}
 form.filters label{margin-right:1.2rem}
+div.mbox{max-height:55vh;overflow:auto;display:inline-block;max-width:100%}
 table.matrix{border-collapse:collapse;font-size:11px;line-height:1.2;margin:.3rem 0}
 table.matrix th,table.matrix td{padding:0 4px;border:1px solid #fff;text-align:center;
 white-space:nowrap}table.matrix th a{color:inherit;text-decoration:none}
@@ -464,10 +465,12 @@ def _matrix(boards: Sequence[RankedBoard], groups: Sequence[tuple[str, list[str]
             f'<tr data-provenance="{_e(provenance)}"><th class="m">{_e(method)}</th>'
             f'<td class="p">{_e(provenance)}</td>{"".join(tds)}</tr>'
         )
+    # the matrix grows with every method and ablation the papers report: it scrolls inside
+    # its box so that DRAKE's tables still start on the first screen
     return (
-        '<table class="matrix" id="summary"><thead>'
+        '<div class="mbox"><table class="matrix" id="summary"><thead>'
         f'<tr><th rowspan="2" class="m">Method</th><th rowspan="2">Provenance</th>{head1}</tr>'
-        f"<tr>{head2}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<tr>{head2}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 

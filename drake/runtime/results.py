@@ -103,6 +103,11 @@ def results_file(view: View, views: Sequence[View]) -> str:
     return "results-" + "-".join(p for p in parts if p) + ".json"
 
 
+#: CLIP backbones whose base-to-novel runs carry a tag in their scenario name (pFedMMA's Tab. 10,
+#: ViT-B/32); the paper's default ViT-B/16, and the offline tiny CLIP, carry none
+BACKBONE_TAGS = {"clip-vit-b32": "vitb32", "openai/clip-vit-base-patch32": "vitb32"}
+
+
 def view_scenario(spec: Mapping[str, Any], scenario: str, params: Mapping[str, Any],
                   models: Sequence[str], view: View) -> str:
     """The leaderboard scenario name of a non-Self/Others view.
@@ -118,7 +123,12 @@ def view_scenario(spec: Mapping[str, Any], scenario: str, params: Mapping[str, A
     if spec["name"] == "tap" and view.task:
         return f"{scenario.split('-')[0]}-{TAP_NAMES.get(view.task, view.task)}"
     many = len({t["id"] for t in spec["tasks"]}) > 1 and view.task
-    return "-".join(p for p in (scenario, view.task if many else "", view.kind) if p)
+    name = "-".join(p for p in (scenario, view.task if many else "", view.kind) if p)
+    if spec.get("protocol") == "base_novel":  # pFedMMA's Tab. 10 names its other backbone
+        tags = {BACKBONE_TAGS.get(m) for m in models}
+        if len(tags) == 1 and None not in tags:
+            name += f"-{tags.pop()}"
+    return name
 
 
 def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, Any]:
