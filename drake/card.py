@@ -60,7 +60,8 @@ def source_task_table(spec: BenchmarkSpec) -> str:
         images = str(lo) if lo == hi else f"{lo}-{hi}"
         args = t.source_args
         where = f": {args.get('repo', '')} `{args['file']}`" if args.get("file") else ""
-        rows.append(f"| {t.id} | {t.subgroup} | {client_of.get(t.id, 'unseen')} | "
+        owner = client_of.get(t.id, "public" if t.id in spec.public_tasks else "unseen")
+        rows.append(f"| {t.id} | {t.subgroup} | {owner} | "
                     f"{t.description} | {t.citation}{where} | {t.licence} | "
                     f"{t.answer_type} | {t.metrics[0]} | {images} | {t.caps.get('train', '')} | "
                     f"{t.caps.get('test', '')} |")
@@ -356,6 +357,15 @@ PROJECT_PROSE_TAIL = """\
 - **Multiple-choice scoring** in the reference code parses options from the prompt wording. The
   suite scores with `evaluators.match_choice`, which documents its rules. Unparseable outputs
   count as wrong.
+- **Public alignment set.** FedMosaic aligns the PQ-LoRA `A`/`B` of different architectures on
+  "a subset of the models' pre-training data"; the public code takes 5,000 shuffled samples of
+  LLaVA-1.5's `llava_v1_5_mix665k`, whose images are spread over several image sets and are
+  not on the Hub as one dataset. DRAKE and HFLB declare `llava-recap-558k-public` instead:
+  LLaVA's stage-1 pre-training images (LCS-558K) with their ReCap captions, from
+  `lmms-lab/LLaVA-ReCap-558K`. Only the first of its 26 parquet shards is downloaded (about
+  550 MB, some 21,000 rows); a seeded 99/1 split of it, then a seeded 5,000 train rows (200
+  test rows). It belongs to no client and no unseen task. Heterogeneous FedMosaic on a build
+  without it is an error, never a silent run with unaligned `A`/`B`.
 
 ## drake-synth
 
@@ -415,6 +425,8 @@ def sources_table() -> str:
     repo: dict[str, str] = {}
     for name in ("drake", "hflb"):
         for t in get_benchmark(name).tasks:
+            if "dataset" not in t.source_args:  # the public alignment set is no tar
+                continue
             tasks.setdefault(t.source_args["dataset"], []).append(t.id)
             repo[t.source_args["dataset"]] = t.source_args["repo"]
     rows = ["| dataset | file | upstream | licence | tasks |", "|---|---|---|---|---|"]

@@ -253,12 +253,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from drake.runtime.results import settings_caption
 
     get_method(args.method)  # fail fast on an unknown name
-    root = eval_build(Path(args.data), args.benchmark)
     hparams = key_values("--hp", args.hp, "lam=0.01")
     given = {name: getattr(args, name) for name in PRESET_FIELDS
              if getattr(args, name) is not None}
     if given.get("eval_per_task") == "all":  # every test sample
         given["eval_per_task"] = None
+    if args.dry_run:
+        return _eval_dry_run(args, hparams, given)
+    root = eval_build(Path(args.data), args.benchmark)
     settings, preset = resolve_preset(args.preset, _built_benchmark(root), given)
     if args.preset != "cpu":
         print(describe_preset(preset, settings), file=sys.stderr, flush=True)
@@ -316,6 +318,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
         first = json.loads((Path(out) / "metrics.jsonl").read_text().splitlines()[0])
         print(f"before training: Self {first['self']:.2f}, Others {first['others']:.2f}")
     print("results: " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def _eval_dry_run(args: argparse.Namespace, hparams: dict[str, Any],
+                  given: dict[str, Any]) -> int:
+    """`drake eval --dry-run`: the resolved protocol, the public set from the Hub cache and the
+    method's set-up on tiny stand-in models (:mod:`drake.runtime.dryrun`)."""
+    from drake.registry import get_benchmark
+    from drake.runtime.dryrun import dry_run
+    from drake.runtime.local import make_method
+
+    if not args.benchmark:
+        raise DrakeError("--dry-run needs --benchmark NAME (a registered benchmark, "
+                         "`drake benchmarks`); it reads no build")
+    spec = get_benchmark(args.benchmark)
+    settings, preset = resolve_preset(args.preset, spec.name, given)
+    print(describe_preset(preset, settings), flush=True)
+    mixes = dict(spec.model_mixes)
+    mix = args.model_mix or spec.default_mix
+    if args.model:
+        mix, mixes[args.model] = args.model, (args.model,)
+    if mix not in mixes:
+        raise DrakeError(f"benchmark {spec.name} has no model mix {mix!r}; known: "
+                         f"{sorted(mixes)}")
+    models = [mixes[mix][c % len(mixes[mix])] for c in range(len(spec.clients))]
+    method = make_method(args.method, settings["lr"], hparams)
+    dry_run(method, spec, scenario=args.scenario, models=models, mix=mix, settings=settings,
+            seed=args.seed, hub_cache=Path(args.cache_dir) if args.cache_dir else None,
+            model_cache=Path(args.model_cache) if args.model_cache else None,
+            say=lambda line: print(line, flush=True))
     return 0
 
 
@@ -530,12 +562,23 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
     p.add_argument("--eval-initial", action="store_true",
                    help="also score the models before training (metrics.jsonl round 0)")
+    p.add_argument("--eval-unseen", action=argparse.BooleanOptionalAction, default=None,
+                   help="after the last round, score every client's final model on the "
+                   "benchmark's unseen tasks (unseen_a_last in results.json; paper preset on "
+                   "DRAKE, HFLB and drake-synth: on; cpu preset: off)")
     p.add_argument("--eval-tasks", choices=["started", "all"], default="started",
                    help="tasks Self/Others average at each point: those with data arrived by "
                    "then (default, as the FedMosaic code) or all of the scenario's")
     p.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyper-parameter, e.g. --hp lam=0.01")
     p.add_argument("--out", default=None, help="run directory (resumed if it holds a checkpoint)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="train nothing: print the resolved protocol of --benchmark NAME, load "
+                   "its public set from the Hub cache and run the method's set-up (FedMosaic's "
+                   "alignment) on the tiny models standing in for the mix's")
+    p.add_argument("--cache-dir", default=None,
+                   help="Hub cache the dry run reads the public set from (default: your "
+                   "Hugging Face cache)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("quickstart", help="offline end to end: build drake-synth, load the "

@@ -31,7 +31,8 @@ Layout (all scores on the 0-100 scale unless the metric says otherwise, see
       "software": {"package_version": "0.1.0", "git_hash": "<7-40 hex>",
                    "python": "3.11.7", "torch": "2.4.0", "transformers": "4.46.0"},
       "created_at": "2025-06-01T12:00:00+00:00",
-      "diagnostics": {"edit_checks": 12, "edits": 1}      # optional: what the method counted
+      "diagnostics": {"edit_checks": 12, "edits": 1},     # optional: what the method counted
+      "unseen": [{"task-u": 31.0}, ...]                   # optional: unseen[client][task]
     }
 
 Conventions the runtime must follow:
@@ -196,6 +197,10 @@ class RunResult(_Strict):
     #: what the method counted over the run (e.g. FediLoRA's edit checks and edits, HetLoRA's
     #: prunes); informative, never ranked
     diagnostics: Params | None = None
+    #: each client's score on each unseen task after the last round (``drake eval
+    #: --eval-unseen``); ``metrics.unseen_a_last`` is their mean over tasks, then clients
+    unseen: Annotated[list[Annotated[dict[TaskId, NonNeg], Field(max_length=1000)]],
+                      Field(max_length=10000)] | None = None
 
     @field_validator("created_at")
     @classmethod

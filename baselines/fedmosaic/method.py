@@ -265,9 +265,16 @@ class FedMosaic(Method):
         if not (self.pqlora and self.align and len(bundles) > 1):
             return
         if not public:
-            log.warning("FedMosaic: the benchmark has no public split; A/B stay unaligned")
-            self.hparams["align"] = "skipped: no public samples"
-            return
+            # P and Q are shared across architectures by block index: with A and B unaligned
+            # they would be averaged between unrelated bases (paper §4.2.2 aligns on public data)
+            from drake.errors import DrakeError
+
+            raise DrakeError(
+                f"FedMosaic aligns the PQ-LoRA A/B of the {len(bundles)} architectures "
+                f"({', '.join(sorted(bundles))}) on public samples, and this build has none: "
+                "build a benchmark that declares public_tasks (drake-synth, drake and hflb do; "
+                "rebuild an older build), or run one architecture (--model NAME), or turn the "
+                "alignment off knowingly with --hp align=false")
         from baselines.fedmosaic.align import align_pair, aligned_pair
 
         def size(b):

@@ -218,11 +218,35 @@ def _hub_task(repo: str, tid: str, answer_type: str, images: tuple[int, int], de
     )
 
 
+#: The public alignment set of DRAKE and HFLB (FedMosaic §4.2.2 aligns A and B "on a subset of
+#: the models' pre-training data"). The public code uses 5,000 shuffled samples of LLaVA-1.5's
+#: mix665k, whose images are not on the Hub in one dataset; the suite takes the same number from
+#: LLaVA's stage-1 pre-training images (LCS-558K) with their ReCap captions, which the Hub
+#: carries with the images: the first of the 26 parquet shards, a seeded subset.
+PUBLIC_ALIGN_REPO = "lmms-lab/LLaVA-ReCap-558K"
+PUBLIC_ALIGN_ID = "llava-recap-558k-public"
+
+
+def public_align_task() -> TaskSpec:
+    return TaskSpec(
+        id=PUBLIC_ALIGN_ID, source="hf-llava-conversations",
+        source_args={"repo": PUBLIC_ALIGN_REPO, "id_column": "id",
+                     "allow_patterns": ["README.md", "data/train-00000-of-00026.parquet"],
+                     "derive_test": {"from": "train", "fraction": 0.01, "seed": 0}},
+        subgroup="public", answer_type="captioning", metrics=("bleu",),
+        description="public alignment set: LLaVA pre-training images with their ReCap captions",
+        prompt_template="released LLaVA conversation (human turn with one <image>)",
+        split_rule="the first parquet shard; a seeded 99/1 split of it, 5,000 train rows kept",
+        caps={"train": 5000, "test": 200}, licence="see source (LCS-558K image terms)",
+        citation="LLaVA (Liu et al. 2023); LLaVA-NeXT ReCap (lmms-lab)")
+
+
 def drake_benchmark() -> BenchmarkSpec:
     rows = {t[0]: t for t in DRAKE_TASKS}
     group = {tid: DRAKE_SUBGROUP[c] for c, tasks in enumerate(DRAKE_CLIENTS) for tid in tasks}
     tasks = [_hub_task(DRAKE_REPO, tid, at, im, d, group[tid]) for tid, at, im, d in DRAKE_TASKS]
     tasks += [_hub_task(DRAKE_REPO, tid, at, im, d, g) for tid, at, im, d, g in DRAKE_UNSEEN]
+    tasks.append(public_align_task())
     assert set(rows) == set(group), "every DRAKE task belongs to exactly one client"
     return BenchmarkSpec(
         name="drake",
@@ -233,6 +257,7 @@ def drake_benchmark() -> BenchmarkSpec:
         tasks=tuple(tasks),
         clients=tuple(ClientSpec(i, t) for i, t in enumerate(DRAKE_CLIENTS)),
         unseen_tasks=tuple(t[0] for t in DRAKE_UNSEEN),
+        public_tasks=(PUBLIC_ALIGN_ID,),
         model_mixes=DRAKE_MIXES,
         default_mix="hetero-llama-1b-3b",
         scenarios=STREAM_SCENARIOS,
@@ -282,6 +307,7 @@ def hflb_benchmark() -> BenchmarkSpec:
         for tid in tasks_of_client:
             images = (2, 2) if tid.startswith("NLVR2") else (1, 1)
             tasks.append(_hub_task(HFLB_REPO, tid, MC, images, HFLB_DESCRIPTIONS[tid], "hflb"))
+    tasks.append(public_align_task())
     mixes = {
         "hetero-llama-1b-3b": tuple(LLAMA_1B if s == S else LLAMA_3B for s in _HFLB_SIZE),
         "homo-llama-1b": (LLAMA_1B,) * 9,
@@ -294,6 +320,7 @@ def hflb_benchmark() -> BenchmarkSpec:
         protocol="self_others",
         tasks=tuple(tasks),
         clients=tuple(ClientSpec(i, t) for i, t in enumerate(HFLB_CLIENTS)),
+        public_tasks=(PUBLIC_ALIGN_ID,),
         model_mixes=mixes,
         default_mix="hetero-llama-1b-3b",
         scenarios=STREAM_SCENARIOS,

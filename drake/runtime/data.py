@@ -1,8 +1,8 @@
 """Federated data for a run: a verified build plus one of its scenarios.
 
 Rows are read by id from memory-mapped Arrow copies of the shards (:mod:`drake.runtime.rows`),
-and only for the tasks the run uses: the clients' tasks (public rows on first request; unseen
-tasks not at all), so memory does not grow with the size of the build.
+and only for the tasks the run uses: the clients' tasks (public rows and unseen tasks' test rows
+on first request), so memory does not grow with the size of the build.
 
 Training samples arrive per client by stream round and enter an episodic memory; batches are
 drawn from memory, as the FedMosaic code does (every streamed sample is kept: the memory is
@@ -110,6 +110,10 @@ class FederatedData:
                                for split, info in tasks[task].items() if split != "test"
                                for shard in info["shards"]]
         self._public: RowStore | None = None
+        #: the benchmark's unseen tasks this build holds test rows of, in manifest order
+        self.unseen_tasks = [t for t in tasks if t in unseen and "test" in tasks[t]]
+        self._unseen_shards = {t: tasks[t]["test"]["shards"] for t in self.unseen_tasks}
+        self._unseen: RowStore | None = None
         self.rows = RowStore(self.root, [shard for task in wanted for info in tasks[task].values()
                                          for shard in info["shards"]])
         self.test_ids: dict[str, list[str]] = {}
@@ -195,6 +199,19 @@ class FederatedData:
         if self._public is None:
             self._public = RowStore(self.root, self._public_shards)
         return LazyRows(self._public, list(self._public.ids())[:limit])
+
+    def unseen_samples(self, task: str) -> Sequence[Mapping[str, Any]]:
+        """Test samples of unseen task ``task`` (the first ``eval_per_task``, stable order),
+        indexed on the first call; unseen rows are read only by a run that scores them."""
+        if task not in self._unseen_shards:
+            raise DataError(f"{self.root} holds no test rows of unseen task {task!r} (it has "
+                            f"{self.unseen_tasks or 'none'})")
+        if self._unseen is None:
+            self._unseen = RowStore(self.root, [shard for shards in self._unseen_shards.values()
+                                                for shard in shards])
+        ids = [sid for shard in self._unseen_shards[task]
+               for sid in self._unseen.shard_ids[shard["file"]]]
+        return LazyRows(self._unseen, ids[:self.eval_per_task])
 
     @property
     def manifest_path(self) -> Path:

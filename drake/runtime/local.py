@@ -103,6 +103,9 @@ class RunConfig:
     #: every task so that it compares with A_last, and kept out of results.json's curves so
     #: that A_last / A_AUC keep the paper's definition).
     eval_initial: bool = False
+    #: After the last round, also score every client's final model on the benchmark's unseen
+    #: tasks (``metrics.unseen_a_last`` and ``unseen`` in results.json; Self/Others only).
+    eval_unseen: bool = False
     method_hparams: dict[str, Any] = field(default_factory=dict)
     #: the preset the budget and evaluation settings came from (:mod:`drake.presets`);
     #: recorded, the values above are what runs
@@ -160,6 +163,73 @@ def make_method(name: str, lr: float, hparams: Mapping[str, Any]) -> Method:
         raise DrakeError(f"method {name} has no hyper-parameter {', '.join(map(repr, unknown))};"
                          f" its --hp keys are: {', '.join(known) or 'none (only --lr)'}")
     return cls(lr=lr, **hparams)
+
+
+def install_models(method: Method, archs: Sequence[str], *, seed: int, pretrained: bool,
+                   cache: Path | None, lora_r: int | None = None, lora_alpha: int | None = None,
+                   protocol: str = "self_others", classes: Sequence[str] | None = None,
+                   ) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """Load one frozen base model per architecture and install ``method``'s adapters on it.
+
+    Returns ``(bundles, controls, proxy)``: the bundles by architecture, the adapter controls
+    by architecture, and the method's adapter-free proxy (a copy of the smallest architecture,
+    SIMA's) or None. ``classes`` are the class names a CLIP model scores (the plan's training
+    classes); a CLIP model under a protocol without them is an error. The method's ``setup``
+    (FedMosaic's alignment) is the caller's next step.
+    """
+    from drake.models import ZOO, add_lora, load_model
+    from drake.models.lora import restrict_targets
+    from drake.models.zoo import get_info
+
+    bundles: dict[str, Any] = {}
+    for arch in archs:
+        kind = get_info(arch, any_hub_id=True).kind
+        if kind not in method.kinds:
+            raise DrakeError(f"method {method.name} runs on {', '.join(method.kinds)}"
+                             f" models, and {arch} is a {kind} model; choose another method "
+                             f"or --model / --model-mix")
+        torch.manual_seed(seed)
+        bundle = load_model(arch, cache_dir=cache, pretrained=pretrained, seed=seed)
+        for p in bundle.model.parameters():
+            p.requires_grad_(False)
+        if getattr(bundle, "kind", "llava") == "clip":
+            if classes is None:
+                raise DrakeError(f"{arch} is a CLIP model: it classifies, and the "
+                                 f"{protocol} protocol needs a LLaVA model; pick "
+                                 f"another --model or --model-mix")
+            bundle.classes = list(classes)
+        bundles[arch] = bundle
+    proxy = None
+    if method.needs_proxy:
+        # a separate, adapter-free copy of the smallest architecture (SIMA's proxy)
+        small = min(bundles, key=lambda a: sum(p.numel() for p in bundles[a].model.parameters()))
+        torch.manual_seed(seed)
+        proxy = load_model(small, cache_dir=cache, pretrained=pretrained, seed=seed)
+        for p in proxy.model.parameters():
+            p.requires_grad_(False)
+    peers = dict(bundles)
+    controls: dict[str, Any] = {}
+    for arch, bundle in bundles.items():
+        info = bundle.info if hasattr(bundle, "info") else ZOO[arch]
+        defaults = dict(info.lora_defaults)
+        lora = {"r": lora_r or defaults["r"], "alpha": lora_alpha or defaults["alpha"],
+                "dropout": defaults.get("dropout", 0.0),
+                "target_regex": defaults.get("target_regex")}
+        control = method.install(bundle.model, arch=arch, lora=lora, seed=seed, peers=peers)
+        if control is None:
+            model = bundle.model
+            for i, (name, acfg) in enumerate(method.adapters().items()):
+                init = int(np.random.default_rng([seed, i]).integers(2**31))
+                model = add_lora(model, name, r=acfg.r or lora["r"], seed=init,
+                                 alpha=acfg.alpha or lora["alpha"],
+                                 dropout=acfg.dropout if acfg.dropout is not None
+                                 else lora["dropout"],
+                                 target_regex=restrict_targets(lora["target_regex"],
+                                                               acfg.modules))
+            control = PeftAdapters(model, list(method.adapters()))
+        bundle.model = control.model
+        controls[arch] = control
+    return bundles, controls, proxy
 
 
 def sample_clients(n: int, frac: float, seed: int, round_: int, *,
@@ -334,75 +404,33 @@ class LocalRuntime:
         self.max_new_tokens = config.max_new_tokens or (64 if self.protocol == "generation"
                                                         else 8)
         self.plan = make_plan(self, self.protocol)
+        if config.eval_unseen and (self.protocol != "self_others"
+                                   or not self.data.unseen_tasks):
+            raise DrakeError(f"{self.data.root} holds no unseen tasks of {spec['name']} to "
+                             f"score (DRAKE, HFLB and drake-synth declare them; a --tasks build "
+                             f"keeps only the tasks it names): build them, or run with "
+                             f"--no-eval-unseen")
+        #: each client's score on each unseen task after the last round (``eval_unseen``)
+        self.unseen_scores: dict[int, dict[str, float]] | None = None
         self._load_models()
 
     # --- set-up ------------------------------------------------------------------------------
     def _load_models(self) -> None:
-        from drake.models import ZOO, add_lora, load_model
-        from drake.models.lora import restrict_targets
         from drake.models.zoo import cache_dir as default_cache_dir
-        from drake.models.zoo import get_info
 
-        self.bundles, self.controls, self.init_state = {}, {}, {}
         cache = Path(self.cfg.model_cache) if self.cfg.model_cache else None
         if self.cfg.pretrained:
             self._check_pretrained(sorted(set(self.models)), cache)
-        for arch in sorted(set(self.models)):
-            kind = get_info(arch, any_hub_id=True).kind
-            if kind not in self.method.kinds:
-                raise DrakeError(f"method {self.method.name} runs on {', '.join(self.method.kinds)}"
-                                 f" models, and {arch} is a {kind} model; choose another method "
-                                 f"or --model / --model-mix")
-            torch.manual_seed(self.cfg.seed)
-            bundle = load_model(arch, cache_dir=cache, pretrained=self.cfg.pretrained,
-                                seed=self.cfg.seed)
-            for p in bundle.model.parameters():
-                p.requires_grad_(False)
-            if getattr(bundle, "kind", "llava") == "clip":
-                if not hasattr(self.plan, "train_classes"):
-                    raise DrakeError(f"{arch} is a CLIP model: it classifies, and the "
-                                     f"{self.protocol} protocol needs a LLaVA model; pick "
-                                     f"another --model or --model-mix")
-                bundle.classes = list(self.plan.train_classes)
-            self.bundles[arch] = bundle
-        self.proxy = None
-        if self.method.needs_proxy:
-            # a separate, adapter-free copy of the smallest architecture (SIMA's proxy)
-            small = min(self.bundles, key=lambda a: sum(
-                p.numel() for p in self.bundles[a].model.parameters()))
-            torch.manual_seed(self.cfg.seed)
-            self.proxy = load_model(small, cache_dir=cache, pretrained=self.cfg.pretrained,
-                                    seed=self.cfg.seed)
-            for p in self.proxy.model.parameters():
-                p.requires_grad_(False)
-        peers = dict(self.bundles)
-        for arch, bundle in self.bundles.items():
-            info = bundle.info if hasattr(bundle, "info") else ZOO[arch]
-            defaults = dict(info.lora_defaults)
-            lora = {"r": self.cfg.lora_r or defaults["r"],
-                    "alpha": self.cfg.lora_alpha or defaults["alpha"],
-                    "dropout": defaults.get("dropout", 0.0),
-                    "target_regex": defaults.get("target_regex")}
-            control = self.method.install(bundle.model, arch=arch, lora=lora, seed=self.cfg.seed,
-                                          peers=peers)
-            if control is None:
-                model = bundle.model
-                for i, (name, acfg) in enumerate(self.method.adapters().items()):
-                    init = int(np.random.default_rng([self.cfg.seed, i]).integers(2**31))
-                    model = add_lora(model, name, r=acfg.r or lora["r"], seed=init,
-                                     alpha=acfg.alpha or lora["alpha"],
-                                     dropout=acfg.dropout if acfg.dropout is not None
-                                     else lora["dropout"],
-                                     target_regex=restrict_targets(lora["target_regex"],
-                                                                   acfg.modules))
-                control = PeftAdapters(model, list(self.method.adapters()))
-            bundle.model = control.model
-            self.controls[arch] = control
+        self.bundles, self.controls, self.proxy = install_models(
+            self.method, sorted(set(self.models)), seed=self.cfg.seed,
+            pretrained=self.cfg.pretrained, cache=cache, lora_r=self.cfg.lora_r,
+            lora_alpha=self.cfg.lora_alpha, protocol=self.protocol,
+            classes=getattr(self.plan, "train_classes", None))
         # methods cache reusable artefacts next to the models, never in a folder of their own
         self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
                           cache_dir=cache if cache is not None else default_cache_dir())
-        for arch, control in self.controls.items():
-            self.init_state[arch] = {n: control.state(n) for n in control.names}
+        self.init_state = {arch: {n: control.state(n) for n in control.names}
+                           for arch, control in self.controls.items()}
 
     @staticmethod
     def _check_pretrained(archs: Sequence[str], cache: Path | None) -> None:
@@ -724,7 +752,29 @@ class LocalRuntime:
             self.post_fl(st)
             for hook in hooks:
                 hook.on_post_fl(self, st)
+        if self.cfg.eval_unseen:  # no training after it: a resumed run recomputes it exactly
+            self.unseen_scores = self.evaluate_unseen(st.records)
         return self._write_results(st, time.perf_counter() - t0)
+
+    def evaluate_unseen(self, records: Mapping[int, ClientRecord]) -> dict[int, dict[str, float]]:
+        """Every client's final model on every unseen task's test rows (the first
+        ``eval_per_task``), scored by the task's primary metric."""
+        tasks = self.data.unseen_tasks
+        per_task = {t: list(self.data.unseen_samples(t)) for t in tasks}
+        samples = [s for t in tasks for s in per_task[t]]
+        last = self.rounds - 1
+        self._eval_stage = "unseen"
+        self._client_done("unseen", last, 0, self.data.num_clients)
+        scores: dict[int, dict[str, float]] = {}
+        for c in range(self.data.num_clients):
+            preds = self.predict(c, records[c], last, samples)
+            scores[c], start = {}, 0
+            for t in tasks:
+                n = len(per_task[t])
+                scores[c][t] = self._score(t, per_task[t], preds[start:start + n])
+                start += n
+            self.client_scored(last, c)
+        return scores
 
     @property
     def has_post_fl(self) -> bool:

@@ -11,6 +11,7 @@ import resource
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from drake import __version__
@@ -199,6 +200,10 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
                      "transformers": transformers.__version__},
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if runtime.unseen_scores is not None and view.kind == "":
+        unseen = [runtime.unseen_scores[c] for c in range(n)]
+        result["unseen"] = unseen
+        result_metrics["unseen_a_last"] = fmean(fmean(u.values()) for u in unseen)
     if runtime.method.diagnostics:
         result["diagnostics"] = {k: round(v, 6) for k, v in
                                  sorted(runtime.method.diagnostics.items())}

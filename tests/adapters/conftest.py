@@ -54,9 +54,11 @@ class Hub:
         return AdapterOptions(cache_dir=self.cache, **kw)
 
     def publish(self, repo: str, splits: dict, *, config: str = "default", data_dir: str = "data",
-                configs: dict | None = None, sha: str = SHA) -> Path:
+                configs: dict | None = None, sha: str = SHA,
+                shard: str = "{split}-00000-of-00001.parquet") -> Path:
         """Write ``{split: datasets.Dataset}`` (or ``{config: {split: Dataset}}`` via
-        ``configs``) as ``<data_dir>/<split>-00000-of-00001.parquet`` in a cached snapshot."""
+        ``configs``) as ``<data_dir>/<shard>`` (``shard`` formatted with the split) in a cached
+        snapshot."""
         org, name = repo.split("/")
         base = self.cache / f"datasets--{org}--{name}"
         snap = base / "snapshots" / sha
@@ -70,7 +72,7 @@ class Hub:
             lines.append(f"- config_name: {cfg}")
             lines.append("  data_files:")
             for split, ds in parts.items():
-                rel = f"{folder}/{split}-00000-of-00001.parquet"
+                rel = f"{folder}/{shard.format(split=split)}"
                 (snap / folder).mkdir(parents=True, exist_ok=True)
                 ds.to_parquet(str(snap / rel))
                 lines += [f"  - split: {split}", f"    path: {rel}"]

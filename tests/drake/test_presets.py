@@ -20,14 +20,15 @@ def test_every_preset_sets_every_field_and_the_cpu_preset_is_runconfigs_default(
 def test_fedmosaic_paper_values():
     values = dict(get_preset("paper", "drake").values)
     assert values == {"compute_budget": 100, "batch_size": 4, "lr": 2e-5, "eval_every": 5,
-                      "eval_per_task": None, "frac": 1.0, "max_new_tokens": 512}
+                      "eval_per_task": None, "frac": 1.0, "max_new_tokens": 512,
+                      "eval_unseen": True}
     assert get_preset("paper", "hflb") is get_preset("paper", "drake")
 
 
 def test_fedilora_paper_values():
     values = dict(get_preset("paper", "fedilora").values)
     assert (values["lr"], values["batch_size"], values["frac"]) == (3e-4, 32, 0.4)
-    assert values["eval_per_task"] is None
+    assert values["eval_per_task"] is None and values["eval_unseen"] is False  # none declared
 
 
 def test_explicit_values_win_and_unknown_names_fail():

@@ -160,6 +160,29 @@ def test_proxy_gradient_on_tiny_llama(make_bundle, public_samples):
     assert pq_modules(proxy.model)["block0.mlp.down_proj"].P["local"].requires_grad
 
 
+def test_proxy_gradient_by_hand():
+    """Eq. 3's g = dL/dW on a one-weight model: L = mean_i ½ (W x_i − y_i)², so
+    g = mean_i (W x_i − y_i) x_iᵀ. W = [1, 2]; x = (1, 1), (2, 0); y = 1, 0: residuals 2 and 2,
+    g = ((2, 2) + (4, 0)) / 2 = (3, 1)."""
+
+    class Toy:
+        def __init__(self):
+            self.model = torch.nn.Sequential(torch.nn.Linear(2, 1, bias=False))
+            with torch.no_grad():
+                self.model[0].weight.copy_(torch.tensor([[1.0, 2.0]]))
+            self.model[0].weight.requires_grad_(False)  # a frozen proxy
+
+        def loss(self, batch):
+            pred = self.model(batch["x"]).squeeze(-1)
+            return 0.5 * ((pred - batch["y"]) ** 2).mean()
+
+    toy = Toy()
+    batch = {"x": torch.tensor([[1.0, 1.0], [2.0, 0.0]]), "y": torch.tensor([1.0, 0.0])}
+    g = proxy_gradient(toy, batch, layer=toy.model[0])
+    torch.testing.assert_close(g, torch.tensor([[3.0, 1.0]]))
+    assert not toy.model[0].weight.requires_grad  # its flag restored: the proxy stays frozen
+
+
 def test_noise_is_added_once_to_the_upload_at_its_configured_std():
     """Zero gradients, four samples a round: the uploaded ĝ carries noise of std exactly
     noise_std (not noise_std / 2 from averaging four noisy samples, nor α times that), and the

@@ -333,3 +333,62 @@ def test_the_git_hash_is_read_when_the_run_starts(data, tmp_path, monkeypatch):
         assert results._git_hash() == "a" * 40  # a later read (at the results) still says "a…"
     finally:
         results._git_hash.cache_clear()
+
+
+@register
+class UnseenOracle(Method):
+    """Client c answers right exactly the samples of unseen task ``c % 7`` (no model)."""
+
+    name = "test-unseen-oracle"
+    unseen: list[str] = []
+
+    def local_train(self, client):
+        return Payload()
+
+    def aggregate(self, uploads, clients, round):
+        return {}
+
+    def predict(self, client, samples, answer):
+        out = []
+        for s in samples:
+            right = s["task"] == self.unseen[client.id % len(self.unseen)]
+            if s["choices"]:
+                idx = s["choices"].index(s["answer"])
+                out.append(idx if right else (idx + 1) % len(s["choices"]))
+            else:
+                out.append(s["answer"] if right else "")
+        return out
+
+
+def test_unseen_tasks_are_scored_after_the_last_round_by_hand(data, tmp_path, unbroken):
+    spec = get_benchmark("drake-synth", size="tiny")
+    UnseenOracle.unseen = list(spec.unseen_tasks)
+    assert len(UnseenOracle.unseen) == 7
+    res = LocalRuntime(config(data, tmp_path / "u", method="test-unseen-oracle",
+                              eval_unseen=True)).run()
+    # client c scores 100 on unseen task c % 7 and 0 on the six others
+    expected = [{t: (100.0 if i == c % 7 else 0.0) for i, t in enumerate(spec.unseen_tasks)}
+                for c in range(10)]
+    assert res["unseen"] == expected
+    assert res["metrics"]["unseen_a_last"] == pytest.approx(100 / 7)
+    # the clients' own tasks are untouched by it, and the file validates
+    from leaderboard.run_result import RunResult
+
+    RunResult.model_validate(res)
+    assert set(res["metrics"]) == {"self_a_last", "self_a_auc", "others_a_last",
+                                   "others_a_auc", "unseen_a_last"}
+
+
+def test_unseen_scoring_keeps_the_run_and_needs_unseen_tasks(data, tmp_path, unbroken):
+    res = LocalRuntime(config(data, tmp_path / "u", eval_unseen=True)).run()
+    assert res["curves"] == unbroken["curves"]
+    assert {k: v for k, v in res["metrics"].items() if k != "unseen_a_last"} == \
+        unbroken["metrics"]
+    assert len(res["unseen"]) == 10 and all(len(u) == 7 for u in res["unseen"])
+    from drake.build import restrict_spec
+
+    spec = restrict_spec(get_benchmark("drake-synth", size="tiny"),
+                         ["synth-spatial", "synth-quad-colour", "synth-dish-name"])
+    folder = build(spec, tmp_path / "s", seed=3)
+    with pytest.raises(DrakeError, match="holds no unseen tasks of drake-synth"):
+        LocalRuntime(config(folder, tmp_path / "v", scenario="static", eval_unseen=True))
