@@ -125,9 +125,13 @@ def test_paper_preset_sets_the_protocol_prints_its_departures_and_is_recorded(qs
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["preset"] == "paper" and config["lr"] == 2e-5
     assert config["eval_every"] == 5 and config["eval_per_task"] == 2
-    hp = json.loads((tmp_path / "run" / "results.json").read_text())["method"]["hyperparameters"]
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    hp = res["method"]["hyperparameters"]
     assert hp["preset"] == "paper" and hp["lr"] == 2e-5 and hp["max_new_tokens"] == 512
     assert hp["eval_every"] == 5
+    # the unseen tasks are scored at the end, by every client (2 test samples each here)
+    assert config["eval_unseen"] is True and len(res["unseen"]) == 10
+    assert all(len(u) == 7 for u in res["unseen"]) and 0 <= res["metrics"]["unseen_a_last"] <= 100
 
 
 def test_cpu_preset_is_the_default_and_all_scores_every_test_sample(qs, tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from abc import abstractmethod
 from pathlib import Path
 
 import pytest
@@ -161,12 +162,12 @@ def test_initial_evaluation_is_logged_and_kept_out_of_the_curves(data, tmp_path,
     assert res["curves"] == unbroken["curves"] and res["metrics"] == unbroken["metrics"]
 
 
-@register
-class FirstTaskOracle(Method):
-    """Answers a sample right exactly when it belongs to the client's first task (no model)."""
+class _Oracle(Method):
+    """No model: answers a sample right exactly when ``right_task(client)`` is its task."""
 
-    name = "test-first-task"
-    first: dict[int, str] = {}
+    @abstractmethod
+    def right_task(self, client) -> str:
+        """The task whose samples ``client`` answers right."""
 
     def local_train(self, client):
         return Payload()
@@ -177,13 +178,24 @@ class FirstTaskOracle(Method):
     def predict(self, client, samples, answer):
         out = []
         for s in samples:
-            right = s["task"] == self.first[client.id]
+            right = s["task"] == self.right_task(client)
             if s["choices"]:
                 idx = s["choices"].index(s["answer"])
                 out.append(idx if right else (idx + 1) % len(s["choices"]))
             else:
                 out.append(s["answer"] if right else "")
         return out
+
+
+@register
+class FirstTaskOracle(_Oracle):
+    """Answers a sample right exactly when it belongs to the client's first task."""
+
+    name = "test-first-task"
+    first: dict[int, str] = {}
+
+    def right_task(self, client) -> str:
+        return self.first[client.id]
 
 
 @pytest.mark.parametrize("eval_tasks", ["started", "all"])
@@ -336,28 +348,14 @@ def test_the_git_hash_is_read_when_the_run_starts(data, tmp_path, monkeypatch):
 
 
 @register
-class UnseenOracle(Method):
-    """Client c answers right exactly the samples of unseen task ``c % 7`` (no model)."""
+class UnseenOracle(_Oracle):
+    """Client c answers right exactly the samples of unseen task ``c % 7``."""
 
     name = "test-unseen-oracle"
     unseen: list[str] = []
 
-    def local_train(self, client):
-        return Payload()
-
-    def aggregate(self, uploads, clients, round):
-        return {}
-
-    def predict(self, client, samples, answer):
-        out = []
-        for s in samples:
-            right = s["task"] == self.unseen[client.id % len(self.unseen)]
-            if s["choices"]:
-                idx = s["choices"].index(s["answer"])
-                out.append(idx if right else (idx + 1) % len(s["choices"]))
-            else:
-                out.append(s["answer"] if right else "")
-        return out
+    def right_task(self, client) -> str:
+        return self.unseen[client.id % len(self.unseen)]
 
 
 def test_unseen_tasks_are_scored_after_the_last_round_by_hand(data, tmp_path, unbroken):
