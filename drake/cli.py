@@ -335,16 +335,28 @@ def _eval_dry_run(args: argparse.Namespace, hparams: dict[str, Any],
     spec = get_benchmark(args.benchmark)
     settings, preset = resolve_preset(args.preset, spec.name, given)
     print(describe_preset(preset, settings), flush=True)
-    mixes = dict(spec.model_mixes)
-    mix = args.model_mix or spec.default_mix
+    from drake.models.zoo import DEFAULT_MODEL
+
+    # as the runtime picks them: the benchmark's mixes, else the protocol's default model
+    mixes = dict(spec.model_mixes) or {"default": (DEFAULT_MODEL[spec.protocol],)}
+    mix = args.model_mix or spec.default_mix or "default"
     if args.model:
         mix, mixes[args.model] = args.model, (args.model,)
     if mix not in mixes:
         raise DrakeError(f"benchmark {spec.name} has no model mix {mix!r}; known: "
                          f"{sorted(mixes)}")
-    models = [mixes[mix][c % len(mixes[mix])] for c in range(len(spec.clients))]
+    scenario = {s.name: s for s in spec.scenarios}.get(args.scenario)
+    if scenario is None:
+        raise DrakeError(f"benchmark {spec.name} has no scenario {args.scenario!r}; known: "
+                         f"{', '.join(s.name for s in spec.scenarios)}")
+    # the declared clients, else the scenario's count (a build would tell the rest)
+    n_clients = len(spec.clients) or int(scenario.params.get("num_clients") or 0)
+    if not n_clients:
+        raise DrakeError(f"scenario {scenario.name} of {spec.name} does not say how many "
+                         f"clients it has; dry-run a scenario with num_clients, or build it")
+    models = [mixes[mix][c % len(mixes[mix])] for c in range(n_clients)]
     method = make_method(args.method, settings["lr"], hparams)
-    dry_run(method, spec, scenario=args.scenario, models=models, mix=mix, settings=settings,
+    dry_run(method, spec, scenario=scenario, models=models, mix=mix, settings=settings,
             seed=args.seed, hub_cache=Path(args.cache_dir) if args.cache_dir else None,
             model_cache=Path(args.model_cache) if args.model_cache else None,
             say=lambda line: print(line, flush=True))

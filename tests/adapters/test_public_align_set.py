@@ -93,3 +93,22 @@ def test_heterogeneous_fedmosaic_without_public_samples_is_an_error():
         method.setup({"tiny-llava-llama": None, "tiny-llava-qwen": None}, [], seed=0)
     get_method("fedmosaic")(lr=2e-5, align=False).setup(
         {"tiny-llava-llama": None, "tiny-llava-qwen": None}, [], seed=0)  # knowingly off
+
+
+def test_dry_run_of_a_benchmark_without_a_public_set(hub, capsys):
+    # FediLoRA's sets declare no public set: fedavg's set-up needs none
+    argv = ["eval", "--method", "fedavg", "--benchmark", "fedilora", "--preset", "paper",
+            "--scenario", "missing0.4", "--dry-run", "--cache-dir", str(hub.cache)]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "public set: none declared by fedilora" in out
+    assert "model mix default: tiny-llava-llama x10" in out
+    assert "fedavg's set-up ran; it aligns nothing" in out
+    # the twins run for real; CLIP benchmarks have no tiny LLaVA stand-in
+    argv = ["eval", "--method", "fedmosaic", "--benchmark", "drake-synth", "--dry-run"]
+    assert main(argv) != 0
+    assert "generated, not read from a source" in capsys.readouterr().err
+    argv = ["eval", "--method", "fedavg", "--benchmark", "cifar10-dir", "--scenario", "dir-alpha0.5",
+            "--dry-run"]
+    assert main(argv) != 0
+    assert "tiny-clip is no LLaVA model" in capsys.readouterr().err
