@@ -262,12 +262,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_dry_run(args, hparams, given)
     root = eval_build(Path(args.data), args.benchmark)
     settings, preset = resolve_preset(args.preset, _built_benchmark(root), given)
+    if args.local_steps is not None and "local_epochs" not in given:
+        settings["local_epochs"] = None  # explicit steps win over the preset's epochs
     if args.preset != "cpu":
         print(describe_preset(preset, settings), file=sys.stderr, flush=True)
     out = args.out or str(Path("runs") / f"{root.name}-{args.scenario}-{args.method}-s{args.seed}")
     cfg = RunConfig(data=str(root), scenario=args.scenario, method=args.method, out=out,
-                    seed=args.seed, rounds=args.rounds, local_steps=args.local_steps,
-                    first_round_all=args.first_round_all,
+                    seed=args.seed, local_steps=args.local_steps,
                     mc_scoring=args.mc_scoring, model_mix=args.model_mix,
                     model=args.model,
                     pretrained=not args.untrained, model_cache=args.model_cache,
@@ -543,7 +544,8 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    "offline budget, default) or paper (the benchmark's published protocol; "
                    "printed with its departures); a value given explicitly wins")
     p.add_argument("--local-steps", type=int, default=None,
-                   help="local steps per round (default: matched to --compute-budget)")
+                   help="local steps per round (default: matched to --compute-budget; wins "
+                   "over a preset's local epochs)")
     p.add_argument("--compute-budget", type=int, default=None,
                    help="SFT-equivalent local steps; each method gets its compute-matched share "
                    "(cpu preset: 20)")
@@ -559,8 +561,12 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    "choice, 64 for generation)")
     p.add_argument("--frac", type=float, default=None,
                    help="fraction of clients per round (cpu preset: 1)")
-    p.add_argument("--first-round-all", action="store_true",
-                   help="every client trains in round 0, then --frac (pFedMMA's sampling)")
+    p.add_argument("--first-round-all", action=argparse.BooleanOptionalAction, default=None,
+                   help="every client trains in round 0, then --frac (pFedMMA's sampling; its "
+                   "paper presets: on)")
+    p.add_argument("--local-epochs", type=float, default=None,
+                   help="local epochs per round instead of a step budget: each client takes "
+                   "ceil(epochs x its rows / batch size) steps (pFedMMA's paper presets: 1)")
     p.add_argument("--mc-scoring", choices=["generate", "loglik"], default="generate")
     p.add_argument("--model-mix", default=None, help="a model mix of the benchmark")
     p.add_argument("--model", default=None, metavar="NAME",

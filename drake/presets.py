@@ -24,9 +24,14 @@ __all__ = ["PRESET_NAMES", "PRESET_FIELDS", "Preset", "get_preset", "resolve_pre
 
 #: The run settings a preset sets (``RunConfig`` fields); ``eval_per_task`` and
 #: ``max_new_tokens`` may be None: every test sample, the protocol's default length;
-#: ``eval_unseen`` scores the benchmark's unseen tasks after the last round.
+#: ``eval_unseen`` scores the benchmark's unseen tasks after the last round; ``rounds`` None
+#: runs the scenario's stream rounds; ``local_epochs`` (None: the step budget) sets each
+#: client's steps from its rows; ``first_round_all`` trains every client in round 0.
 PRESET_FIELDS = ("compute_budget", "batch_size", "lr", "eval_every", "eval_per_task", "frac",
-                 "max_new_tokens", "eval_unseen")
+                 "max_new_tokens", "eval_unseen", "rounds", "local_epochs", "first_round_all")
+
+#: what a preset leaves as the runtime's defaults unless it says otherwise
+_PLAIN = {"eval_unseen": False, "rounds": None, "local_epochs": None, "first_round_all": False}
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class Preset:
 
 _CPU = Preset("cpu", MappingProxyType({
     "compute_budget": 20, "batch_size": 4, "lr": 2e-3, "eval_every": 1, "eval_per_task": 20,
-    "frac": 1.0, "max_new_tokens": None, "eval_unseen": False,
+    "frac": 1.0, "max_new_tokens": None, **_PLAIN,
 }), "the offline budget: 20 SFT-equivalent steps per round, 20 test samples per task")
 
 # FedMosaic's protocol on DRAKE and HFLB (paper §6 and A.5; the public code's scripts, see
@@ -52,7 +57,7 @@ _CPU = Preset("cpu", MappingProxyType({
 # tasks scored by every client's final model at the end (DRAKE's generalisation check, §5).
 _FEDMOSAIC = Preset("paper", MappingProxyType({
     "compute_budget": 100, "batch_size": 4, "lr": 2e-5, "eval_every": 5, "eval_per_task": None,
-    "frac": 1.0, "max_new_tokens": 512, "eval_unseen": True,
+    "frac": 1.0, "max_new_tokens": 512, **_PLAIN, "eval_unseen": True,
 }), "FedMosaic (DRAKE/HFLB) §6, A.5 and its public training scripts", (
     "batch 1 x gradient accumulation 4 runs as one batch of 4 (the loss is the mean over the "
     "batch's answer tokens, not the mean of four per-sample means)",
@@ -68,11 +73,47 @@ _FEDMOSAIC = Preset("paper", MappingProxyType({
 # rows, all samples.
 _FEDILORA = Preset("paper", MappingProxyType({
     "compute_budget": 20, "batch_size": 32, "lr": 3e-4, "eval_every": 8, "eval_per_task": None,
-    "frac": 0.4, "max_new_tokens": None, "eval_unseen": False,
+    "frac": 0.4, "max_new_tokens": None, **_PLAIN, "rounds": 8,
 }), "FediLoRA §4 and its public training code", (
     "one local epoch over a random 30-50% of a client's rows runs as 20 steps of 32 (about one "
     "such epoch of SAM-LLaVA's ~1,800 rows per client: 17-28 steps)",
     "fp16 on GPU there, float32 on the CPU here",
+))
+
+# pFedMMA's protocols (its §4 and scripts, shared/reference/pfedmma-fedilora-tap.md §1): SGD
+# (the method's own optimiser) at lr 1e-3, batch 32, one local epoch per round, every client in
+# round 0 and then a fraction; scored once, after the last round (the release picks the best
+# checkpoint on the test set, which the suite never does). Base-to-novel: 10 clients, all of
+# them every round, 100 rounds; CIFAR: 100 clients, 10% a round, 50 rounds; DomainNet and
+# Office-Caltech10: 25% a round, 50 rounds.
+_PFEDMMA_DEPARTURES = (
+    "random resized crop and flip are not applied to the training images",
+    "float32 on the CPU here, mixed precision on GPU there",
+)
+
+
+def _pfedmma(rounds: int, frac: float, what: str) -> Preset:
+    return Preset("paper", MappingProxyType({
+        "compute_budget": 20, "batch_size": 32, "lr": 1e-3, "eval_every": rounds,
+        "eval_per_task": None, "frac": frac, "max_new_tokens": None, **_PLAIN,
+        "rounds": rounds, "local_epochs": 1.0, "first_round_all": True,
+    }), f"pFedMMA §4 and its public scripts ({what})", _PFEDMMA_DEPARTURES)
+
+
+_PFEDMMA_B2N = _pfedmma(100, 1.0, "base-to-novel")
+_PFEDMMA_CIFAR = _pfedmma(50, 0.1, "CIFAR")
+_PFEDMMA_DOMAINS = _pfedmma(50, 0.25, "DomainNet and Office-Caltech10")
+
+# TAP's protocol (its Tab. 21, FLAVA column): 200 rounds, 2 of the 30 clients a round, 20 local
+# iterations of batch 128 (32 x 4 accumulated), AdamW at 3e-4 after a warm-up from 1e-4;
+# scored after the last round, on the whole test sets.
+_TAP = Preset("paper", MappingProxyType({
+    "compute_budget": 20, "batch_size": 128, "lr": 3e-4, "eval_every": 200,
+    "eval_per_task": None, "frac": 2 / 30, "max_new_tokens": None, **_PLAIN, "rounds": 200,
+}), "TAP Tab. 21 (FLAVA) and its public code", (
+    "the 20-round warm-up from lr 1e-4 is not run: the lr is 3e-4 throughout",
+    "batch 32 x gradient accumulation 4 runs as one batch of 128",
+    "the ViLT setup's 30 local iterations and lr 4e-4 need --compute-budget 30 --lr 4e-4",
 ))
 
 _PAPER: Mapping[str, Preset] = MappingProxyType({
@@ -80,6 +121,12 @@ _PAPER: Mapping[str, Preset] = MappingProxyType({
     # the offline twins run their paper's protocol on the tiny models
     "drake-synth": _FEDMOSAIC,
     "fedilora": _FEDILORA, "synth-caption": _FEDILORA,
+    **{f"clip-base2novel/{d}": _PFEDMMA_B2N for d in (
+        "oxford_pets", "flowers102", "dtd", "caltech101", "food101", "sun397", "ucf101")},
+    "synth-cls": _PFEDMMA_B2N,
+    "cifar10-dir": _PFEDMMA_CIFAR, "cifar100-dir": _PFEDMMA_CIFAR,
+    "domainnet": _PFEDMMA_DOMAINS, "office-caltech10": _PFEDMMA_DOMAINS,
+    "tap": _TAP,
 })
 
 PRESET_NAMES = ("cpu", "paper")

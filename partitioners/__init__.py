@@ -25,8 +25,8 @@ from .pathological import contiguous_class_blocks, pathological
 from .quantity import quantity_skew
 from .shard import shard
 from .stream import Stream, stream
-from .task import by_task
 from .tap import TAP_LAYOUTS, split_among_holders, task_groups
+from .task import by_task
 
 __all__ = [
     "FunctionPartitioner",

@@ -84,16 +84,22 @@ def dry_run(method: Any, spec: Any, *, scenario: Any, models: Sequence[str], mix
     steps = max(1, round(budget * method.compute_ratio))
     per_task = settings["eval_per_task"]
     counts = Counter(models)
+    rounds = settings.get("rounds") or scen.rounds
     say(f"dry run: {method.name} on {spec.name} {spec.version}, scenario {scen.name} "
-        f"({scen.order}, {scen.rounds} rounds"
+        f"({scen.order}, {rounds} rounds"
+        + (f" over {scen.rounds} stream rounds" if rounds != scen.rounds else "")
         + (f", {scen.rounds_per_task} per task" if scen.rounds_per_task else "") + ")")
     say(f"  clients {len(models)}, model mix {mix}: "
         + ", ".join(f"{a} x{n}" for a, n in counts.items()))
     pq = getattr(method, "pq_lr_scale", None)  # FedMosaic's P/Q parameter group
-    say(f"  local steps {steps} per round ({method.compute_ratio:g} of {budget} SFT steps), "
-        f"batch {settings['batch_size']}, lr {settings['lr']:g}"
+    epochs = settings.get("local_epochs")
+    say((f"  {epochs:g} local epochs per round (steps from each client's rows)" if epochs
+         else f"  local steps {steps} per round ({method.compute_ratio:g} of {budget} SFT "
+              f"steps)")
+        + f", batch {settings['batch_size']}, lr {settings['lr']:g}"
         + (f" (P/Q {settings['lr'] * pq:g})" if pq else "")
-        + f", clients per round {settings['frac']:g}")
+        + f", clients per round {settings['frac']:g}"
+        + (" (all in round 0)" if settings.get("first_round_all") else ""))
     say(f"  evaluation every {settings['eval_every']} rounds on "
         f"{'every test sample' if per_task is None else f'{per_task} test samples per task'}, "
         f"answers up to {settings['max_new_tokens'] or 'the protocol default'} new tokens"

@@ -27,6 +27,7 @@ import hashlib
 import inspect
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -75,6 +76,9 @@ class RunConfig:
     seed: int = 0
     rounds: int | None = None
     local_steps: int | None = None
+    #: Local epochs per round instead of a step budget (pFedMMA's and FediLoRA's protocols):
+    #: each client takes ``ceil(local_epochs * rows arrived / batch_size)`` steps.
+    local_epochs: float | None = None
     compute_budget: int = 20
     batch_size: int = 4
     lr: float = 2e-3
@@ -123,6 +127,11 @@ class RunConfig:
         for name in ("batch_size", "eval_every", "compute_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.local_epochs is not None and not self.local_epochs > 0:
+            raise ValueError(f"local_epochs must be > 0, got {self.local_epochs}")
+        if self.local_epochs is not None and self.local_steps is not None:
+            raise ValueError(f"give local steps ({self.local_steps}) or local epochs "
+                             f"({self.local_epochs}), not both")
         for name in ("rounds", "local_steps", "eval_per_task", "lora_r", "lora_alpha",
                      "max_new_tokens"):
             value = getattr(self, name)
@@ -468,12 +477,20 @@ class LocalRuntime:
                                           for n, s in self.init_state[self.models[c]].items()})
                 for c in range(self.data.num_clients)}
 
+    def client_steps(self, c: int, round_: int) -> int:
+        """Client ``c``'s local steps in ``round_``: the run's (budget or ``local_steps``), or
+        ``local_epochs`` passes over the rows it has by then."""
+        if self.cfg.local_epochs is None:
+            return self.steps
+        seen = len(self.data.streams[c].seen(round_))
+        return max(1, math.ceil(self.cfg.local_epochs * seen / self.cfg.batch_size))
+
     def _handle(self, c: int, record: ClientRecord, round_: int,
                 stream: int = TRAIN_STREAM) -> RuntimeClient:
         arch = self.models[c]
         return RuntimeClient(c, arch, self.bundles[arch], self.controls[arch], record,
                              self.data.streams[c].seen(round_), self.data, round_=round_,
-                             steps=self.steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr,
+                             steps=self.client_steps(c, round_), batch_size=self.cfg.batch_size, lr=self.cfg.lr,
                              seed=self.cfg.seed, proxy=self.proxy,
                              optimizer=self.method.optimizer,
                              fresh_optimizer=self.method.fresh_optimizer, stream=stream)

@@ -82,6 +82,7 @@ def settings_caption(results: dict[str, Any]) -> str:
     samples = ("all test samples" if hp.get("eval_per_task", -1) == -1
                else f"{hp['eval_per_task']} test samples/task")
     steps = (f"budget {hp['compute_budget']} steps/round" if "compute_budget" in hp
+             else f"{hp['local_epochs']:g} local epochs/round" if "local_epochs" in hp
              else f"{hp['local_steps']} local steps/round")
     return (f"MC scored by {results['scoring']['mc_scoring']}, {samples}, {steps}, "
             f"{hp['rounds']} rounds")
@@ -154,7 +155,10 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
                "pretrained": cfg.pretrained, "data_scenario": data.scenario,
                "max_new_tokens": runtime.max_new_tokens, "eval_every": cfg.eval_every,
                "preset": cfg.preset}
-    if cfg.local_steps is None:  # the budget set local_steps (by the method's compute ratio)
+    if cfg.local_epochs is not None:  # steps per client from its rows, not a budget
+        hparams["local_epochs"] = cfg.local_epochs
+        del hparams["local_steps"]
+    elif cfg.local_steps is None:  # the budget set local_steps (by the method's compute ratio)
         hparams["compute_budget"] = cfg.compute_budget
     if cfg.lora_r:
         hparams["lora.r"] = cfg.lora_r

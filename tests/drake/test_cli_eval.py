@@ -147,11 +147,11 @@ def test_cpu_preset_is_the_default_and_all_scores_every_test_sample(qs, tmp_path
 def test_a_benchmark_without_a_paper_preset_is_an_error_that_names_the_way_round(qs, tmp_path,
                                                                                  capsys,
                                                                                  monkeypatch):
-    monkeypatch.setattr("drake.cli._built_benchmark", lambda root: "cifar10-dir")
+    monkeypatch.setattr("drake.cli._built_benchmark", lambda root: "my-bench")
     assert main(["eval", "--method", "sft", "--data", str(qs / "data" / "drake-synth"),
                  "--preset", "paper", "--out", str(tmp_path / "run")]) == 2
     err = one_line_error(capsys)
-    assert "'cifar10-dir' has no paper preset yet" in err and "--preset cpu" in err
+    assert "'my-bench' has no paper preset yet" in err and "--preset cpu" in err
     assert not (tmp_path / "run").exists()
     with pytest.raises(SystemExit) as exc:  # argparse
         main(["eval", "--method", "sft", "--data", str(qs / "data" / "drake-synth"),

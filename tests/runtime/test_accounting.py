@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from baselines.base import Method, Payload, register
 from drake.build import build
 from drake.registry import get_benchmark
 from drake.runtime import LocalRuntime, RunConfig
@@ -67,3 +68,33 @@ def test_evaluation_points_by_hand(data, tmp_path, rounds, every, points):
     logged = [json.loads(x)["round"] for x in (tmp_path / "run" / "metrics.jsonl")
               .read_text().splitlines()]
     assert logged == points
+
+
+@register
+class StepCounter(Method):
+    """Trains nothing; records how many local steps each client was given."""
+
+    name = "test-step-counter"
+    given: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def local_train(self, client):
+        StepCounter.given[(client.id, client.round)] = (client.steps, client.num_samples)
+        return Payload()
+
+    def aggregate(self, uploads, clients, round):
+        return {}
+
+
+def test_local_epochs_give_each_client_its_own_steps(data, tmp_path):
+    """One epoch of batch 4 over a client's arrived rows: ceil(rows / 4) steps (pFedMMA)."""
+    StepCounter.given = {}
+    res = LocalRuntime(config(data, tmp_path / "run", method="test-step-counter",
+                              local_steps=None, local_epochs=1.0, batch_size=4)).run()
+    assert len(StepCounter.given) == 20  # 10 clients x 2 rounds
+    for (c, r), (steps, rows) in StepCounter.given.items():
+        assert rows > 0 and steps == -(-rows // 4), (c, r, steps, rows)
+    assert len({s for s, _ in StepCounter.given.values()}) > 1  # clients differ
+    hp = res["method"]["hyperparameters"]
+    assert hp["local_epochs"] == 1.0 and "local_steps" not in hp and "compute_budget" not in hp
+    with pytest.raises(ValueError, match="not both"):
+        config(data, tmp_path / "x", local_steps=2, local_epochs=1.0).validate()
