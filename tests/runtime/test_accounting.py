@@ -35,7 +35,7 @@ def config(data, out, **kw):
 
 
 def test_fedavg_sends_and_receives_every_clients_lora_each_round(data, tmp_path):
-    rt = LocalRuntime(config(data, tmp_path / "run"))
+    rt = LocalRuntime(config(data, tmp_path / "run", eval_every=2))  # one evaluation
     assert rt.models.count("tiny-llava-llama") == 4 and rt.models.count("tiny-llava-qwen") == 6
     res = rt.run()
     # static stream: every client trains and uploads its LoRA; each gets its family's average
@@ -59,20 +59,10 @@ def test_one_frozen_base_per_architecture_and_only_adapters_per_client(data, tmp
     assert base > 20 * QWEN_LORA  # ten clients cost ten adapters, far less than ten bases
 
 
-@pytest.mark.parametrize("rounds,every,points", [(5, 2, [2, 4, 5]), (3, 5, [3])])
-def test_evaluation_points_by_hand(data, tmp_path, rounds, every, points):
-    """Scored after every ``every``-th round (1-based) and always after the last."""
-    cfg = config(data, tmp_path / "run", rounds=rounds, eval_every=every, local_steps=1)
-    res = LocalRuntime(cfg).run()
-    assert res["curves"]["rounds"] == points
-    logged = [json.loads(x)["round"] for x in (tmp_path / "run" / "metrics.jsonl")
-              .read_text().splitlines()]
-    assert logged == points
-
-
 @register
 class StepCounter(Method):
-    """Trains nothing; records how many local steps each client was given."""
+    """No model: records how many local steps each client was given, answers every sample
+    right (so that evaluation costs nothing)."""
 
     name = "test-step-counter"
     given: dict[tuple[int, int], tuple[int, int]] = {}
@@ -83,6 +73,22 @@ class StepCounter(Method):
 
     def aggregate(self, uploads, clients, round):
         return {}
+
+    def predict(self, client, samples, answer):
+        return [s["choices"].index(s["answer"]) if s["choices"] else s["answer"]
+                for s in samples]
+
+
+@pytest.mark.parametrize("rounds,every,points", [(5, 2, [2, 4, 5]), (3, 5, [3])])
+def test_evaluation_points_by_hand(data, tmp_path, rounds, every, points):
+    """Scored after every ``every``-th round (1-based) and always after the last."""
+    cfg = config(data, tmp_path / "run", method="test-step-counter", rounds=rounds,
+                 eval_every=every)
+    res = LocalRuntime(cfg).run()
+    assert res["curves"]["rounds"] == points
+    logged = [json.loads(x)["round"] for x in (tmp_path / "run" / "metrics.jsonl")
+              .read_text().splitlines()]
+    assert logged == points
 
 
 def test_local_epochs_give_each_client_its_own_steps(data, tmp_path):

@@ -358,7 +358,7 @@ class UnseenOracle(_Oracle):
         return self.unseen[client.id % len(self.unseen)]
 
 
-def test_unseen_tasks_are_scored_after_the_last_round_by_hand(data, tmp_path, unbroken):
+def test_unseen_tasks_are_scored_after_the_last_round_by_hand(data, tmp_path):
     spec = get_benchmark("drake-synth", size="tiny")
     UnseenOracle.unseen = list(spec.unseen_tasks)
     assert len(UnseenOracle.unseen) == 7
@@ -375,14 +375,13 @@ def test_unseen_tasks_are_scored_after_the_last_round_by_hand(data, tmp_path, un
     RunResult.model_validate(res)
     assert set(res["metrics"]) == {"self_a_last", "self_a_auc", "others_a_last",
                                    "others_a_auc", "unseen_a_last"}
+    # the run itself is the same with or without it
+    plain = LocalRuntime(config(data, tmp_path / "p", method="test-unseen-oracle")).run()
+    assert "unseen" not in plain and plain["curves"] == res["curves"]
+    assert plain["metrics"] == {k: v for k, v in res["metrics"].items() if k != "unseen_a_last"}
 
 
-def test_unseen_scoring_keeps_the_run_and_needs_unseen_tasks(data, tmp_path, unbroken):
-    res = LocalRuntime(config(data, tmp_path / "u", eval_unseen=True)).run()
-    assert res["curves"] == unbroken["curves"]
-    assert {k: v for k, v in res["metrics"].items() if k != "unseen_a_last"} == \
-        unbroken["metrics"]
-    assert len(res["unseen"]) == 10 and all(len(u) == 7 for u in res["unseen"])
+def test_unseen_scoring_needs_unseen_tasks(data, tmp_path):
     from drake.build import restrict_spec
 
     spec = restrict_spec(get_benchmark("drake-synth", size="tiny"),
