@@ -9,8 +9,10 @@ methods differ in the server's rule:
 
 * **FediLoRA** (Eq. 3-5), :func:`dimension_wise`: row ``d`` of ``A_g`` (column ``d`` of
   ``B_g``) is the average of the clients that *have* dimension ``d``, their data-size weights
-  renormalised over them, so zero padding never dilutes a high-rank client. Plus layer-wise
-  editing (Eq. 6-8), :func:`edit_least_similar`: after local training, the LoRA layer whose
+  renormalised over them, so zero padding never dilutes a high-rank client (a row no client of
+  the round holds keeps the last global's: partial participation neither cuts nor zeroes the
+  high-rank clients' dimensions). Plus layer-wise editing (Eq. 6-8),
+  :func:`edit_least_similar`: after local training, the LoRA layer whose
   ``A`` is least similar (cosine) to the global ``A`` received this round is pulled toward it,
   ``A ← γ A + (1 − γ) A_g``, when ``γ`` is below a threshold (0.95), one layer per round.
 * **HetLoRA** (Cho et al. 2024), :func:`norm_weighted`: zero-pad every client to ``r_g`` and
@@ -62,7 +64,7 @@ from baselines.base import (
 )
 
 __all__ = ["FEDILORA_RANKS", "FLORA_RANKS", "FLoRA", "FediLoRA", "FlexLoRA", "HetLoRA",
-           "dimension_wise", "edit_least_similar", "modules", "norm_weighted", "pad",
+           "dimension_wise", "edit_least_similar", "extend", "modules", "norm_weighted", "pad",
            "pruned_rank", "stack", "svd_redistribute", "tail_norms", "tail_penalty", "truncate"]
 
 #: FediLoRA's client ranks (its code's default for 10 clients).
@@ -115,11 +117,28 @@ def _rank(state: Mapping[str, torch.Tensor]) -> int:
     return int(state[_a(modules(state)[0])].shape[0])
 
 
-def dimension_wise(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float]
-                   ) -> State:
+def extend(state: Mapping[str, torch.Tensor], base: Mapping[str, torch.Tensor]) -> State:
+    """``state``'s rows of ``A`` and columns of ``B``, then ``base``'s beyond ``state``'s rank:
+    a LoRA of rank ``max(rank(state), rank(base))``."""
+    top = max(_rank(state), _rank(base))
+    out = pad(state, top)
+    r = _rank(state)
+    for p in modules(state):
+        out[_a(p)][r:] = base[_a(p)][r:top]
+        out[_b(p)][:, r:] = base[_b(p)][:, r:top]
+    return out
+
+
+def dimension_wise(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float],
+                   previous: Mapping[str, torch.Tensor] | None = None) -> State:
     """FediLoRA's aggregation (Eq. 3-5): row ``d`` of the global ``A`` (column ``d`` of ``B``)
     is ``Σ_k p̃_k^(d) A_k[d]`` with ``p̃_k^(d) = mask_k^(d) p_k / Σ_j mask_j^(d) p_j`` and
-    ``mask_k^(d) = 1`` iff ``d < r_k``. The result has rank ``max_k r_k``."""
+    ``mask_k^(d) = 1`` iff ``d < r_k``. The result has rank ``max_k r_k``.
+
+    A row no state holds (a round of partial participation without the highest-rank clients)
+    has no weights at all in Eq. 4; it is not aggregated: it keeps ``previous``'s row (the last
+    global LoRA), so that the result then has ``previous``'s rank, ``r_g``, and a high-rank
+    client's dimensions are neither cut from its next message nor zeroed."""
     ranks = [_rank(s) for s in states]
     top = max(ranks)
     p = torch.tensor([float(w) for w in weights], dtype=torch.float64)
@@ -136,6 +155,8 @@ def dimension_wise(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequen
         b = sum(share[k][None, :] * padded[k][_b(m)].double() for k in range(len(states)))
         out[_a(m)] = a.to(states[0][_a(m)].dtype)
         out[_b(m)] = b.to(states[0][_b(m)].dtype)
+    if previous is not None and _rank(previous) > top:
+        out = extend(out, previous)
     return out
 
 
@@ -323,8 +344,10 @@ class _HetRank(Method):
         return answer(samples, {LOCAL: self._weight(client.id)})
 
     @abstractmethod
-    def _combine(self, states: list[State], infos: list[ClientInfo]) -> State:
-        """The global LoRA (rank r_g) of one architecture group's uploads: the method's rule."""
+    def _combine(self, states: list[State], infos: list[ClientInfo],
+                 previous: State | None = None) -> State:
+        """The global LoRA (rank r_g) of one architecture group's uploads: the method's rule;
+        ``previous`` is the group's last global LoRA (None before the first)."""
 
     def _count_events(self, uploads) -> None:
         for cid in sorted(uploads):
@@ -335,7 +358,8 @@ class _HetRank(Method):
         self._count_events(uploads)
         for arch, ids in group_by_arch(clients[i] for i in uploads).items():
             self._global[arch] = self._combine([uploads[i].tensors[LOCAL] for i in ids],
-                                               [clients[i] for i in ids])
+                                               [clients[i] for i in ids],
+                                               self._global.get(arch))
         return {cid: Payload({LOCAL: truncate(self._global[info.arch], self.rank(cid))})
                 for cid, info in clients.items() if info.arch in self._global}
 
@@ -378,9 +402,14 @@ class FediLoRA(_HetRank):
         self.edit, self.edit_mode, self.threshold = edit, edit_mode, float(threshold)
 
     def receive(self, client, message: Payload) -> None:
-        super().receive(client, message)
-        # the global LoRA this client starts from (A_{g,t-1}), for editing after training
-        for k, v in truncate(message.tensors[LOCAL], self.rank(client.id)).items():
+        # The global LoRA this client starts from (A_{g,t-1}), kept for editing after training.
+        # A message below the client's rank (no client of that rank has uploaded yet, under
+        # partial participation) leaves the client's own rows beyond it as they are: it starts,
+        # and is compared, at its full rank.
+        r = self.client_rank(client)
+        start = truncate(extend(truncate(message.tensors[LOCAL], r), client.get(LOCAL)), r)
+        client.set(LOCAL, pad(start, self.top))
+        for k, v in start.items():
             client.state[f"received/{k}"] = v
 
     def _after_training(self, client, own: State) -> State:
@@ -398,8 +427,8 @@ class FediLoRA(_HetRank):
         return edited, {"edit_checks": (1.0, "sum"), "edits": (float(layer is not None), "sum"),
                         "edit_similarity_min": (gamma, "min")}
 
-    def _combine(self, states, infos):
-        return dimension_wise(states, [max(i.num_samples, 1) for i in infos])
+    def _combine(self, states, infos, previous=None):
+        return dimension_wise(states, [max(i.num_samples, 1) for i in infos], previous)
 
 
 @register
@@ -464,7 +493,7 @@ class HetLoRA(_HetRank):
             client.set(LOCAL, pad(own, self.top))
         return own, {"prunes": (float(pruned), "sum"), "rank_min": (float(_rank(own)), "min")}
 
-    def _combine(self, states, infos):
+    def _combine(self, states, infos, previous=None):
         return norm_weighted(states)
 
 
@@ -475,7 +504,7 @@ class FlexLoRA(_HetRank):
 
     name = "flexlora"
 
-    def _combine(self, states, infos):
+    def _combine(self, states, infos, previous=None):
         weights = torch.tensor([float(max(i.num_samples, 1)) for i in infos],
                                dtype=torch.float64)
         weights = weights / weights.sum()
@@ -579,7 +608,7 @@ class FLoRA(_HetRank):
                         if info.arch == arch})
         return out
 
-    def _combine(self, states, infos):
+    def _combine(self, states, infos, previous=None):
         return stack(states, [max(i.num_samples, 1) for i in infos])
 
     def global_model(self, arch: str):

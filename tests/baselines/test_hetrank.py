@@ -11,6 +11,7 @@ import torch
 
 from baselines.base import ClientInfo, Payload
 from baselines.hetrank import (
+    FediLoRA,
     FlexLoRA,
     dimension_wise,
     edit_least_similar,
@@ -46,6 +47,80 @@ def test_dimension_wise_weights_for_ranks_4_2_1_by_hand():
     padded = sum(w * pad(s, 4)[f"{M}.lora_A.weight"] for w, s in zip((1 / 6, 2 / 6, 3 / 6),
                                                                       states))
     assert padded[3, 0].item() == pytest.approx(1 / 6)
+
+
+def test_dimension_wise_keeps_the_last_global_where_no_client_of_the_round_has_the_row():
+    """A partial round with ranks 2 and 1 (weights 1 and 3) after a rank-4 global G: rows 0-1
+    follow Eq. 4 (row 0: 1/4 * 1 + 3/4 * 2 = 7/4; row 1: the rank-2 client alone, 1), rows 2-3
+    have no client and keep G's (5 and 6 in A, 50 and 60 in B); the result has rank 4."""
+    states = [lora(torch.full((r, 3), float(k + 1)), torch.full((2, r), float(10 * (k + 1))))
+              for k, r in enumerate((2, 1))]
+    prev = lora(torch.arange(1.0, 5.0)[:, None].expand(4, 3) + 2,
+                10 * (torch.arange(1.0, 5.0)[None, :].expand(2, 4) + 2))
+    glob = dimension_wise(states, [1.0, 3.0], prev)
+    a, b = glob[f"{M}.lora_A.weight"], glob[f"{M}.lora_B.weight"]
+    want = torch.tensor([7 / 4, 1.0, 5.0, 6.0])
+    assert a.shape == (4, 3) and b.shape == (2, 4)
+    assert torch.allclose(a, want[:, None].expand(4, 3))
+    assert torch.allclose(b, 10 * want[None, :].expand(2, 4))
+    # a round that has the top rank ignores the previous global (Eq. 3-5 alone)
+    full = dimension_wise([lora(torch.ones(4, 3), torch.ones(2, 4))], [1.0], prev)
+    assert torch.equal(full[f"{M}.lora_A.weight"], torch.ones(4, 3))
+
+
+class _Handle:
+    """The part of a client handle that receive and a zero-step local_train touch."""
+
+    def __init__(self, cid: int, state: dict[str, torch.Tensor]) -> None:
+        self.id, self.arch, self.steps, self.state, self._lora = cid, "m", 0, {}, state
+
+    def get(self, adapter):
+        return {k: v.clone() for k, v in self._lora.items()}
+
+    def set(self, adapter, state):
+        self._lora = {k: v.clone() for k, v in state.items()}
+
+
+def test_fedilora_partial_round_without_the_top_rank_keeps_its_rows_and_edits():
+    """Ranks 4 and 2. Round 0: both upload (weights 1, 1): global A rows (1+2)/2 = 1.5 twice,
+    then client 0's 1, 1 (B: 10x). Round 1: only the rank-2 client uploads A = 4 (B = 40):
+    rows 0-1 become 4, rows 2-3 keep round 0's 1. Client 0 receives all four rows and trains
+    (zero steps; editing compares its rank-4 A with the rank-4 global: γ = 1, no edit) instead
+    of failing on a rank-2 message, and its rows 2-3 are not zeroed."""
+    method = FediLoRA(ranks=[4, 2], alpha=8)
+    infos = {0: ClientInfo(0, "m", 1), 1: ClientInfo(1, "m", 1)}
+    up = {0: lora(torch.ones(4, 3), 10 * torch.ones(5, 4)),
+          1: lora(2 * torch.ones(2, 3), 20 * torch.ones(5, 2))}
+    method.aggregate({c: Payload({"local": s}) for c, s in up.items()}, infos, 0)
+    msgs = method.aggregate({1: Payload({"local": lora(4 * torch.ones(2, 3),
+                                                       40 * torch.ones(5, 2))})}, infos, 1)
+    got = msgs[0].tensors["local"]
+    want = torch.tensor([4.0, 4.0, 1.0, 1.0])
+    assert torch.equal(got[f"{M}.lora_A.weight"], want[:, None].expand(4, 3))
+    assert torch.equal(got[f"{M}.lora_B.weight"], 10 * want[None, :].expand(5, 4))
+    assert msgs[1].tensors["local"][f"{M}.lora_A.weight"].shape == (2, 3)
+    client = _Handle(0, pad(up[0], 4))
+    method.receive(client, msgs[0])
+    upload = method.local_train(client).tensors["local"]
+    assert torch.equal(upload[f"{M}.lora_A.weight"], want[:, None].expand(4, 3))
+    assert method.diagnostics == {}  # events are counted at the next aggregation
+    (state, _), = method.global_model("m").values()
+    assert torch.equal(state[f"{M}.lora_A.weight"], want[:, None].expand(4, 3))
+
+
+def test_fedilora_message_below_the_clients_rank_leaves_its_own_rows():
+    """Before any rank-4 upload (round 0 had only the rank-2 client), the rank-4 client takes
+    the message's two rows and keeps its own rows 2-3 (A 7, B 70), at rank 4."""
+    method = FediLoRA(ranks=[4, 2], alpha=8)
+    infos = {0: ClientInfo(0, "m", 1), 1: ClientInfo(1, "m", 1)}
+    msgs = method.aggregate({1: Payload({"local": lora(4 * torch.ones(2, 3),
+                                                       40 * torch.ones(5, 2))})}, infos, 0)
+    client = _Handle(0, lora(7 * torch.ones(4, 3), 70 * torch.ones(5, 4)))
+    method.receive(client, msgs[0])
+    upload = method.local_train(client).tensors["local"]
+    want = torch.tensor([4.0, 4.0, 7.0, 7.0])
+    assert torch.equal(upload[f"{M}.lora_A.weight"], want[:, None].expand(4, 3))
+    assert torch.equal(upload[f"{M}.lora_B.weight"], 10 * want[None, :].expand(5, 4))
 
 
 def test_hetlora_weights_are_the_norms_of_each_clients_product():
