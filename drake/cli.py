@@ -357,7 +357,7 @@ def _eval_dry_run(args: argparse.Namespace, hparams: dict[str, Any],
                          f"clients it has; dry-run a scenario with num_clients, or build it")
     models = [mixes[mix][c % len(mixes[mix])] for c in range(n_clients)]
     method = make_method(args.method, settings["lr"], hparams)
-    dry_run(method, spec, scenario=scenario, models=models, mix=mix, settings=settings,
+    dry_run(method, spec, scen=scenario, models=models, mix=mix, settings=settings,
             seed=args.seed, hub_cache=Path(args.cache_dir) if args.cache_dir else None,
             model_cache=Path(args.model_cache) if args.model_cache else None,
             say=lambda line: print(line, flush=True))

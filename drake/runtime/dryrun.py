@@ -71,15 +71,14 @@ def stand_ins(archs: Sequence[str]) -> dict[str, str]:
     return {a: t.name for a, t in zip(real, tiny)}
 
 
-def dry_run(method: Any, spec: Any, *, scenario: Any, models: Sequence[str], mix: str,
+def dry_run(method: Any, spec: Any, *, scen: Any, models: Sequence[str], mix: str,
             settings: Mapping[str, Any], seed: int, hub_cache: Path | None,
             model_cache: Path | None, say: Callable[[str], None]) -> dict[str, Any]:
-    """Resolve and print a run's protocol (``scenario``: a ScenarioSpec of ``spec``), load the
-    public set and run ``method``'s set-up on stand-in models. Returns the method's recorded hyper-parameters after set-up (FedMosaic's
-    ``align.<arch>.mse_before`` / ``mse_after``)."""
+    """Resolve and print a run's protocol (``scen``: a ScenarioSpec of ``spec``), load the
+    public set and run ``method``'s set-up on stand-in models. Returns the method's recorded
+    hyper-parameters after set-up (FedMosaic's ``align.<arch>.mse_before`` / ``mse_after``)."""
     from drake.runtime.local import install_models
 
-    scen = scenario
     budget = settings["compute_budget"]
     steps = max(1, round(budget * method.compute_ratio))
     per_task = settings["eval_per_task"]
