@@ -261,9 +261,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _eval_dry_run(args, hparams, given)
     root = eval_build(Path(args.data), args.benchmark)
-    settings, preset = resolve_preset(args.preset, _built_benchmark(root), given)
-    if args.local_steps is not None and "local_epochs" not in given:
-        settings["local_epochs"] = None  # explicit steps win over the preset's epochs
+    settings, preset = _settings(args, _built_benchmark(root), given)
     if args.preset != "cpu":
         print(describe_preset(preset, settings), file=sys.stderr, flush=True)
     out = args.out or str(Path("runs") / f"{root.name}-{args.scenario}-{args.method}-s{args.seed}")
@@ -322,10 +320,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace, benchmark: str, given: dict[str, Any]
+              ) -> tuple[dict[str, Any], Preset]:
+    """The run settings of `drake eval` on ``benchmark``: the explicit ones over the preset's,
+    and explicit --local-steps over a preset's local epochs."""
+    settings, preset = resolve_preset(args.preset, benchmark, given)
+    if args.local_steps is not None and "local_epochs" not in given:
+        settings["local_epochs"] = None
+    return settings, preset
+
+
 def _eval_dry_run(args: argparse.Namespace, hparams: dict[str, Any],
                   given: dict[str, Any]) -> int:
     """`drake eval --dry-run`: the resolved protocol, the public set from the Hub cache and the
     method's set-up on tiny stand-in models (:mod:`drake.runtime.dryrun`)."""
+    from drake.models.zoo import DEFAULT_MODEL
     from drake.registry import get_benchmark
     from drake.runtime.dryrun import dry_run
     from drake.runtime.local import make_method
@@ -334,10 +343,8 @@ def _eval_dry_run(args: argparse.Namespace, hparams: dict[str, Any],
         raise DrakeError("--dry-run needs --benchmark NAME (a registered benchmark, "
                          "`drake benchmarks`); it reads no build")
     spec = get_benchmark(args.benchmark)
-    settings, preset = resolve_preset(args.preset, spec.name, given)
+    settings, preset = _settings(args, spec.name, given)
     print(describe_preset(preset, settings), flush=True)
-    from drake.models.zoo import DEFAULT_MODEL
-
     # as the runtime picks them: the benchmark's mixes, else the protocol's default model
     mixes = dict(spec.model_mixes) or {"default": (DEFAULT_MODEL[spec.protocol],)}
     mix = args.model_mix or spec.default_mix or "default"
