@@ -1,14 +1,21 @@
 """The baseline zoo: one module per federated method, all on the Method API (baselines.base)."""
 
 from baselines import (  # noqa: F401  (registration)
+    clip_adapter,
+    clip_lora,
     ditto,
     fedavg,
     feddpa,
+    fedotp,
+    fedpgp,
     fedsim,
     hetrank,
     perfedavg,
     pfedmma,
+    pfedmoap,
+    promptfl,
     sft,
+    zeroshot,
 )
 from baselines.base import (
     AdapterConfig,

@@ -57,6 +57,9 @@ class AdapterConfig:
     #: last names of the modules to adapt among the zoo's targets (e.g. ``("q_proj",
     #: "v_proj")``); None adapts every zoo target
     modules: tuple[str, ...] | None = None
+    #: peft regex of the modules to adapt, in place of the zoo's targets (CLIP-LoRA's q, k and v
+    #: of both encoders); None keeps the zoo's
+    target_regex: str | None = None
 
 
 @dataclass(frozen=True)
@@ -304,15 +307,17 @@ class Method(ABC):
         return out
 
     # --- shared pieces -----------------------------------------------------------------------
-    def train_adapter(self, client: ClientHandle, adapter: str, steps: int,
+    def train_adapter(self, client: ClientHandle, adapter: str | Sequence[str], steps: int,
                       extra=None) -> float:
-        """Plain CE training of one adapter for ``steps`` steps; ``extra(client)`` adds a term.
+        """Plain CE training of one adapter (or several together) for ``steps`` steps;
+        ``extra(client)`` adds a term.
 
         Returns the mean loss over the steps (0 when ``steps`` is 0).
         """
+        names = [adapter] if isinstance(adapter, str) else list(adapter)
         total = 0.0
         for _ in range(steps):
-            loss = client.loss(client.next_batch(), [adapter])
+            loss = client.loss(client.next_batch(), names)
             if extra is not None:
                 loss = loss + extra(client)
             client.step(adapter, loss)

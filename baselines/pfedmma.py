@@ -186,13 +186,8 @@ class PFedMMA(Method):
         return _Adapters(model, adapters)
 
     def local_train(self, client) -> Payload:
-        total = 0.0
-        for _ in range(client.steps):
-            loss = client.loss(client.next_batch(), [LOCAL, SHARED])
-            client.step([LOCAL, SHARED], loss)
-            total += float(loss.detach())
-        return Payload({SHARED: client.get(SHARED)},
-                       {"loss": total / client.steps if client.steps else 0.0})
+        loss = self.train_adapter(client, [LOCAL, SHARED], client.steps)
+        return Payload({SHARED: client.get(SHARED)}, {"loss": loss})
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
         return self.share_within_groups(uploads, clients, SHARED)

@@ -44,7 +44,7 @@ from transformers import CLIPModel, CLIPTextConfig, CLIPTextModel, SwinModel
 from drake.errors import DrakeError, SchemaError
 from drake.models.zoo import ModelInfo
 
-__all__ = ["CLASS_TEMPLATE", "CLIP_TEXT", "ClipBundle", "ClipCore", "HubClip", "ModelKindError",
+__all__ = ["CLASS_TEMPLATE", "CLIP_TEXT", "ClipBundle", "ClipCore", "ClipHead", "HubClip", "ModelKindError",
            "TinyClip", "build_tiny_clip"]
 
 #: CoOp's / pFedMMA's class prompt.
@@ -95,6 +95,16 @@ class ClipCore(nn.Module, metaclass=abc.ABCMeta):
         """``input_ids`` and ``attention_mask`` (CPU, padded to the longest prompt) of
         ``prompts``, as this model's text tower reads them."""
 
+    @property
+    @abc.abstractmethod
+    def token_embedding(self) -> nn.Embedding:
+        """The text tower's token embedding (prompt learners replace some of its outputs)."""
+
+    @abc.abstractmethod
+    def image_tokens(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """Unit-norm patch-token embeddings ``[N, M, projection_dim]`` (the class token, where
+        the tower has one, left out): FedOTP's local features."""
+
     def logits(self, image: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         """Scaled cosine similarities of unit-norm embeddings ``[N, K]``."""
         return self.logit_scale.exp() * image @ text.T
@@ -127,6 +137,16 @@ class TinyClip(ClipCore):
         """Unit-norm image embeddings ``[N, projection_dim]``."""
         pooled = self.vision(pixel_values=pixel_values).pooler_output
         return F.normalize(self.visual_projection(pooled), dim=-1)
+
+    @property
+    def token_embedding(self) -> nn.Embedding:
+        return self.text.embeddings.token_embedding
+
+    def image_tokens(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """The Swin tower's last-stage tokens (after its final layer norm; their mean is what
+        :meth:`image_embeds` pools), projected and unit-norm."""
+        tokens = self.vision(pixel_values=pixel_values).last_hidden_state
+        return F.normalize(self.visual_projection(tokens), dim=-1)
 
     def text_embeds(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Unit-norm text embeddings ``[N, projection_dim]``, pooled at each ``</s>``."""
@@ -185,6 +205,18 @@ class HubClip(ClipCore):
         pooled = self.clip.vision_model(pixel_values=pixel_values.to(dtype)).pooler_output
         return F.normalize(self.clip.visual_projection(pooled).float(), dim=-1)
 
+    @property
+    def token_embedding(self) -> nn.Embedding:
+        return self.clip.text_model.embeddings.token_embedding
+
+    def image_tokens(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """The patch tokens of the last layer (class token dropped), through CLIP's
+        ``post_layernorm`` and ``visual_projection`` as FedOTP applies them, unit-norm."""
+        dtype = self.clip.visual_projection.weight.dtype
+        hidden = self.clip.vision_model(pixel_values=pixel_values.to(dtype)).last_hidden_state
+        tokens = self.clip.vision_model.post_layernorm(hidden[:, 1:])
+        return F.normalize(self.clip.visual_projection(tokens).float(), dim=-1)
+
     def text_embeds(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Unit-norm text embeddings ``[N, projection_dim]``, pooled by CLIP's text tower at the
         end-of-text token."""
@@ -224,6 +256,26 @@ def build_tiny_clip(tokenizer: Any, seed: int = 0,
     return model
 
 
+class ClipHead(nn.Module, metaclass=abc.ABCMeta):
+    """A method's own way of scoring images against classes (FedOTP's transport, pFedMoAP's
+    mixture of prompts, the prompt learners' context), installed as ``core.head``.
+
+    While installed and :attr:`enabled`, every logit the bundle computes (training loss and
+    scoring alike) comes from ``head(bundle, samples, classes) -> [N, K]``; the head reads the
+    towers through the bundle (:meth:`ClipBundle.image_embeds`, :meth:`ClipBundle.image_tokens`,
+    :meth:`ClipBundle.text_embeds`), so the frozen towers' caches still apply.
+    """
+
+    #: off: the bundle scores as plain CLIP (the runtime switches a head off while none of its
+    #: adapters is active)
+    enabled = True
+
+    @abc.abstractmethod
+    def forward(self, bundle: ClipBundle, samples: Sequence[Mapping[str, Any]],
+                classes: Sequence[str]) -> torch.Tensor:
+        """Logits ``[len(samples), len(classes)]``."""
+
+
 class ClipBundle:
     """A CLIP-kind model with its tokenizer and image transform (see the module docstring).
 
@@ -256,7 +308,11 @@ class ClipBundle:
         self._pixel_fn = pixel_fn
         #: the candidate classes of training batches (the runtime sets the task's class list)
         self.classes: list[str] = []
+        #: the task (dataset id) the classes belong to, where the runtime knows it (CoOp's
+        #: per-dataset templates are chosen by it)
+        self.task: str | None = None
         self._image_cache: dict[str, torch.Tensor] = {}
+        self._token_cache: dict[str, torch.Tensor] = {}
 
     def __repr__(self) -> str:
         return f"ClipBundle({self.name!r}, classes={len(self.classes)})"
@@ -310,11 +366,47 @@ class ClipBundle:
             images.append(got[0])
         return self._pixel_fn(images).to(self.device)
 
-    def _texts(self, classes: Sequence[str]) -> dict[str, torch.Tensor]:
-        """The class prompts of ``classes``, tokenized as the core's text tower reads them."""
-        prompts = [self.template.format(c) for c in classes]
+    def image_tokens(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+        """Unit-norm patch-token embeddings ``[N, M, D]`` of ``samples`` (cached by sample id
+        while the image tower carries no adapter, as :meth:`image_embeds`)."""
+        core = self._core()
+        ids = [str(s.get("id") or "") for s in samples]
+        if self._tower_adapted() or not all(ids):
+            return core.image_tokens(self._pixels(samples))
+        todo = [i for i, sid in enumerate(ids) if sid not in self._token_cache]
+        if todo:
+            with torch.no_grad():
+                fresh = core.image_tokens(self._pixels([samples[i] for i in todo]))
+            for i, row in zip(todo, fresh):
+                self._token_cache[ids[i]] = row.detach()
+        return torch.stack([self._token_cache[sid] for sid in ids])
+
+    def text_inputs(self, classes: Sequence[str], template: str | None = None
+                    ) -> dict[str, torch.Tensor]:
+        """The prompts ``template.format(c)`` (default: the bundle's template) of ``classes``,
+        tokenized as the core's text tower reads them."""
+        prompts = [(template or self.template).format(c) for c in classes]
         enc = self._core().tokenize(self.tokenizer, prompts)
         return {k: v.to(self.device) for k, v in enc.items()}
+
+    def text_embeds(self, classes: Sequence[str], template: str | None = None) -> torch.Tensor:
+        """Unit-norm text embeddings ``[K, D]`` of the class prompts (see :meth:`text_inputs`)."""
+        return self._core().text_embeds(**self.text_inputs(classes, template))
+
+    def _texts(self, classes: Sequence[str]) -> dict[str, torch.Tensor]:
+        return self.text_inputs(classes)
+
+    def _logits(self, samples: Sequence[Mapping[str, Any]], classes: Sequence[str],
+                text: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """Class logits ``[N, K]``: the method's head where one is installed and on (see
+        :class:`ClipHead`), else CLIP's scaled cosine of image and class-prompt embeddings."""
+        core = self._core()
+        head = getattr(core, "head", None)
+        if head is not None and head.enabled:
+            return head(self, samples, classes)
+        text = self._texts(classes) if text is None else text
+        return core.logits(self.image_embeds(samples),
+                           core.text_embeds(text["input_ids"], text["attention_mask"]))
 
     def collate(self, samples: Sequence[Mapping[str, Any]], *, train: bool = True
                 ) -> dict[str, torch.Tensor]:
@@ -331,23 +423,20 @@ class ClipBundle:
                                   f"{s.get('answer')!r} is not one of the {len(classes)} "
                                   f"candidate classes")
             labels.append(index[s["answer"]])
-        return {"samples": list(samples), **self._texts(classes),
+        return {"samples": list(samples), "classes": list(classes), **self._texts(classes),
                 "labels": torch.tensor(labels, device=self.device)}
 
     def loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
         """Cross-entropy of the class logits."""
-        core = self._core()
-        text = core.text_embeds(batch["input_ids"], batch["attention_mask"])
-        return F.cross_entropy(core.logits(self.image_embeds(batch["samples"]), text),
-                               batch["labels"])
+        logits = self._logits(batch["samples"], batch["classes"], batch)
+        return F.cross_entropy(logits, batch["labels"])
 
     # ------------------------------------------------------------------ inference
 
     def class_logits(self, samples: Sequence[Mapping[str, Any]], classes: Sequence[str]
                      ) -> torch.Tensor:
         """Logits ``[len(samples), len(classes)]`` of each sample over ``classes``."""
-        core = self._core()
-        return core.logits(self.image_embeds(samples), core.text_embeds(**self._texts(classes)))
+        return self._logits(samples, classes)
 
     def choice_logliks(self, samples: Sequence[Mapping[str, Any]], **_: Any
                        ) -> list[list[float]]:

@@ -177,13 +177,14 @@ def make_method(name: str, lr: float, hparams: Mapping[str, Any]) -> Method:
 def install_models(method: Method, archs: Sequence[str], *, seed: int, pretrained: bool,
                    cache: Path | None, lora_r: int | None = None, lora_alpha: int | None = None,
                    protocol: str = "self_others", classes: Sequence[str] | None = None,
-                   ) -> tuple[dict[str, Any], dict[str, Any], Any]:
+                   task: str | None = None) -> tuple[dict[str, Any], dict[str, Any], Any]:
     """Load one frozen base model per architecture and install ``method``'s adapters on it.
 
     Returns ``(bundles, controls, proxy)``: the bundles by architecture, the adapter controls
     by architecture, and the method's adapter-free proxy (a copy of the smallest architecture,
     SIMA's) or None. ``classes`` are the class names a CLIP model scores (the plan's training
-    classes); a CLIP model under a protocol without them is an error. The method's ``setup``
+    classes) and ``task`` the task they belong to; a CLIP model under a protocol without them
+    is an error. The method's ``setup``
     (FedMosaic's alignment) is the caller's next step.
     """
     from drake.models import ZOO, add_lora, load_model
@@ -207,6 +208,7 @@ def install_models(method: Method, archs: Sequence[str], *, seed: int, pretraine
                                  f"{protocol} protocol needs a LLaVA model; pick "
                                  f"another --model or --model-mix")
             bundle.classes = list(classes)
+            bundle.task = task
         bundles[arch] = bundle
     proxy = None
     if method.needs_proxy:
@@ -233,8 +235,8 @@ def install_models(method: Method, archs: Sequence[str], *, seed: int, pretraine
                                  alpha=acfg.alpha or lora["alpha"],
                                  dropout=acfg.dropout if acfg.dropout is not None
                                  else lora["dropout"],
-                                 target_regex=restrict_targets(lora["target_regex"],
-                                                               acfg.modules))
+                                 target_regex=restrict_targets(
+                                     acfg.target_regex or lora["target_regex"], acfg.modules))
             control = PeftAdapters(model, list(method.adapters()))
         bundle.model = control.model
         controls[arch] = control
@@ -434,7 +436,8 @@ class LocalRuntime:
             self.method, sorted(set(self.models)), seed=self.cfg.seed,
             pretrained=self.cfg.pretrained, cache=cache, lora_r=self.cfg.lora_r,
             lora_alpha=self.cfg.lora_alpha, protocol=self.protocol,
-            classes=getattr(self.plan, "train_classes", None))
+            classes=getattr(self.plan, "train_classes", None),
+            task=getattr(self.plan, "task", None))
         # methods cache reusable artefacts next to the models, never in a folder of their own
         self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
                           cache_dir=cache if cache is not None else default_cache_dir())
