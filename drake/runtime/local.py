@@ -187,8 +187,7 @@ def install_models(method: Method, archs: Sequence[str], *, seed: int, pretraine
     is an error. The method's ``setup``
     (FedMosaic's alignment) is the caller's next step.
     """
-    from drake.models import ZOO, add_lora, load_model
-    from drake.models.lora import restrict_targets
+    from drake.models import load_model
     from drake.models.zoo import get_info
 
     bundles: dict[str, Any] = {}
@@ -218,6 +217,24 @@ def install_models(method: Method, archs: Sequence[str], *, seed: int, pretraine
         proxy = load_model(small, cache_dir=cache, pretrained=pretrained, seed=seed)
         for p in proxy.model.parameters():
             p.requires_grad_(False)
+    controls = install_adapters(method, bundles, seed=seed, lora_r=lora_r,
+                                lora_alpha=lora_alpha)
+    return bundles, controls, proxy
+
+
+def install_adapters(method: Method, bundles: Mapping[str, Any], *, seed: int,
+                     lora_r: int | None = None, lora_alpha: int | None = None
+                     ) -> dict[str, Any]:
+    """Install ``method``'s adapters on each (frozen) bundle's model, in place.
+
+    The method's own modules where :meth:`~baselines.base.Method.install` returns them, else
+    one peft LoRA per :meth:`~baselines.base.Method.adapters` entry, on the zoo's targets and
+    defaults (``lora_r`` / ``lora_alpha`` override the rank and alpha). Returns the adapter
+    controls by architecture.
+    """
+    from drake.models import ZOO, add_lora
+    from drake.models.lora import restrict_targets
+
     peers = dict(bundles)
     controls: dict[str, Any] = {}
     for arch, bundle in bundles.items():
@@ -240,7 +257,7 @@ def install_models(method: Method, archs: Sequence[str], *, seed: int, pretraine
             control = PeftAdapters(model, list(method.adapters()))
         bundle.model = control.model
         controls[arch] = control
-    return bundles, controls, proxy
+    return controls
 
 
 def sample_clients(n: int, frac: float, seed: int, round_: int, *,

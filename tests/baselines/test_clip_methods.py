@@ -261,3 +261,27 @@ def test_zero_shot_trains_nothing_and_scores_as_the_untrained_model(cls_build, t
     curves = results["curves"]
     first, last = curves["scores"][0], curves["scores"][-1]
     assert first == last  # round 0 before training and the last round agree
+
+
+# --- cost on the real backbone's shapes -------------------------------------------------------
+# pFedMMA Tab. 7 / Tab. 21 on ViT-B/16: (local trainable, per-round up, per-round down)
+TAB7 = {"promptfl": (8192, 8192, 8192), "fedpgp": (12416, 8192, 8192),
+        "fedotp": (16384, 8192, 8192), "pfedmoap": (74240, 8192, 73728),
+        "pfedmma": (248832, 3072, 3072)}
+# where the counts differ, and why: pFedMoAP's client also downloads the round's average prompt
+# it restarts from (16 x 512); pFedMMA's projections carry biases, which the paper's
+# d·r + r·r + r·d per block leaves out (3 blocks x (32 + 768 + 32 + 512 + 32) trainable, 3 x 32
+# shared)
+DIFF = {"pfedmoap": (0, 0, 16 * 512), "pfedmma": (3 * 1376, 96, 96)}
+
+
+@pytest.mark.parametrize("method", sorted(TAB7))
+def test_parameter_counts_on_vit_b16_shapes_are_the_papers(method):
+    from baselines import get_method
+    from baselines.costs import parameter_counts, shape_bundle
+
+    hp = {"blocks": 3} if method == "pfedmma" else {}  # Tab. 21's example: blocks 10-12
+    got = parameter_counts(get_method(method)(**hp), shape_bundle("clip-vit-b16"),
+                           "clip-vit-b16")
+    want = tuple(p + d for p, d in zip(TAB7[method], DIFF.get(method, (0, 0, 0))))
+    assert (got.trainable, got.up, got.down) == want

@@ -1,0 +1,113 @@
+"""What a method trains and sends, counted from the method itself on a given model.
+
+:func:`parameter_counts` installs a method on a bundle, lets ``clients`` clients run
+:meth:`~baselines.base.Method.local_train` with a budget of zero steps (so each returns exactly the
+upload it would send, untrained), hands the uploads to the method's own
+:meth:`~baselines.base.Method.aggregate`, and counts: the parameters a client trains, the
+parameters of its upload, and those of the message it gets back. Nothing is read from a table,
+so a count moves when a method's code does.
+
+Shapes are all that matter, so a real model can be counted without its weights: build it from
+its config (``python benchmarks/clip_comm.py`` does OpenAI's ViT-B/16 CLIP, the pFedMMA tables'
+backbone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from baselines.base import ClientInfo, Method, Payload
+
+__all__ = ["OPENAI_CLIP_SHAPES", "Counts", "parameter_counts", "shape_bundle"]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Per-client parameter counts of one method on one model (client 0's; every client of a
+    homogeneous federation has the same)."""
+
+    trainable: int
+    up: int
+    down: int
+
+
+class _Probe:
+    """A :class:`~baselines.base.ClientHandle` with no steps to take: what a client sends before
+    any training."""
+
+    def __init__(self, cid: int, arch: str, bundle: Any, control: Any) -> None:
+        self.id, self.arch, self.round, self.steps, self.num_samples = cid, arch, 0, 0, 1
+        self.bundle, self.control = bundle, control
+        self.state: dict[str, torch.Tensor] = {}
+        self.proxy = None
+        self.last_samples: list = []
+
+    def get(self, adapter: str) -> dict[str, torch.Tensor]:
+        return self.control.state(adapter)
+
+    def set(self, adapter: str, state: Mapping[str, torch.Tensor]) -> None:
+        self.control.load(adapter, state)
+
+    def params(self, adapter: str) -> list[torch.nn.Parameter]:
+        return self.control.params(adapter)
+
+    def next_batch(self):
+        raise RuntimeError("a parameter count takes no training step")
+
+
+def _numel(payload: Payload) -> int:
+    return sum(t.numel() for s in payload.tensors.values() for t in s.values())
+
+
+def parameter_counts(method: Method, bundle: Any, arch: str, *, clients: int = 10,
+                     seed: int = 0) -> Counts:
+    """Install ``method`` on ``bundle`` (its model is changed in place) and count, for client 0
+    of ``clients`` equal clients, its trainable, uploaded and downloaded parameters per round."""
+    from drake.runtime.local import install_adapters
+
+    for p in bundle.model.parameters():
+        p.requires_grad_(False)
+    control = install_adapters(method, {arch: bundle}, seed=seed)[arch]
+    trainable = sum(p.numel() for name in control.names for p in control.params(name))
+    uploads = {c: method.local_train(_Probe(c, arch, bundle, control)) for c in range(clients)}
+    infos = {c: ClientInfo(c, arch, 1) for c in range(clients)}
+    messages = method.aggregate(uploads, infos, 0)
+    down = _numel(messages[0]) if 0 in messages else 0
+    return Counts(trainable=trainable, up=_numel(uploads[0]), down=down)
+
+
+#: The published shapes of OpenAI's CLIP (``config.json`` of ``openai/clip-vit-base-patch16``
+#: and ``-patch32`` on the Hub): enough to build the model without its weights.
+OPENAI_CLIP_SHAPES: Mapping[str, Mapping[str, Any]] = {
+    name: {"projection_dim": 512,
+           "text_config": {"vocab_size": 49408, "hidden_size": 512, "intermediate_size": 2048,
+                           "num_hidden_layers": 12, "num_attention_heads": 8,
+                           "max_position_embeddings": 77},
+           "vision_config": {"hidden_size": 768, "intermediate_size": 3072,
+                             "num_hidden_layers": 12, "num_attention_heads": 12,
+                             "image_size": 224, "patch_size": patch}}
+    for name, patch in (("clip-vit-b16", 16), ("clip-vit-b32", 32))
+}
+
+
+def shape_bundle(name: str = "clip-vit-b16", seed: int = 0):
+    """A :class:`~drake.models.clip.ClipBundle` of ``name``'s published shapes with random
+    weights, and the drake tokenizer standing in for CLIP's (prompt lengths, not ids, matter to a
+    count). No download."""
+    from transformers import CLIPConfig, CLIPModel
+
+    from drake.models import load_model
+    from drake.models.clip import ClipBundle, HubClip
+    from drake.models.zoo import CLIP_ZOO
+
+    shapes = OPENAI_CLIP_SHAPES[name]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = CLIPModel(CLIPConfig(**shapes))
+    tokenizer = load_model("tiny-clip", pretrained=False, seed=seed).tokenizer
+    return ClipBundle(name, CLIP_ZOO[name], HubClip(model), tokenizer,
+                      pixel_fn=lambda images: torch.zeros(len(images), 3, 224, 224))
