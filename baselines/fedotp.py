@@ -15,7 +15,8 @@ The plan comes from the released solver's scaling iterations: ``u = min(a / (K v
 ``T = diag(u) K diag(v)``; ``a = 1/M`` on the patches, ``b = γ/N`` on the prompts. The kernel
 runs in float32 (``exp(−C/0.01)`` underflows in half precision). Defaults as the released
 CIFAR-100 / ViT-B/16 script: ``ε = 0.1``, ``γ = 0.8``, ``thresh = 1e-3``, ``max_iter = 100``,
-``n_ctx = 16``. Clients score with both prompts.
+``n_ctx = 16`` random vectors per prompt (``ctx_init="a photo of a"``: CoOp's word-initialised
+variant). Clients score with both prompts.
 """
 
 from __future__ import annotations
@@ -84,10 +85,12 @@ class FedOTP(Method):
     fresh_optimizer = True
 
     def __init__(self, lr: float = 1e-3, n_ctx: int = 16, eps: float = 0.1, gamma: float = 0.8,
-                 thresh: float = 1e-3, max_iter: int = 100, **hp: Any) -> None:
+                 thresh: float = 1e-3, max_iter: int = 100, ctx_init: str = "",
+                 **hp: Any) -> None:
         super().__init__(lr=lr, n_ctx=n_ctx, eps=eps, gamma=gamma, thresh=thresh,
-                         max_iter=max_iter, **hp)
+                         max_iter=max_iter, ctx_init=ctx_init, **hp)
         self.n_ctx, self.eps, self.gamma = int(n_ctx), float(eps), float(gamma)
+        self.ctx_init = ctx_init or None
         self.thresh, self.max_iter = float(thresh), int(max_iter)
 
     def adapters(self) -> dict[str, AdapterConfig]:
@@ -98,9 +101,11 @@ class FedOTP(Method):
 
     def install(self, model, *, arch, lora, seed, peers=None):
         core, tokenizer, ctx0, template = prompt_head_parts(
-            model, peers, arch, n_ctx=self.n_ctx, ctx_init=None, seed=seed)
+            model, peers, arch, n_ctx=self.n_ctx, ctx_init=self.ctx_init, seed=seed)
         gen = torch.Generator().manual_seed(int(seed) + 1)
-        ctx1 = torch.randn(ctx0.shape, generator=gen) * 0.02
+        # both prompts start as CoOp's: random, or the ctx_init words (the local one then with
+        # the random draw added, so that the two differ)
+        ctx1 = torch.randn(ctx0.shape, generator=gen) * 0.02 + (ctx0 if self.ctx_init else 0)
         head = FedOTPHead(core, tokenizer, template, {GLOBAL: ctx0, LOCAL: ctx1}, eps=self.eps,
                           gamma=self.gamma, thresh=self.thresh, max_iter=self.max_iter)
         install_head(model, head)

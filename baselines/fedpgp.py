@@ -10,7 +10,8 @@ with ``σ + U V``. The loss is
 
 which pulls the global prompt toward the anchor's knowledge and pushes the personal prompt away
 from the global one. Only ``σ`` is averaged (data-weighted); clients score with ``σ + U V``.
-Defaults as the released script: ``b = 8``, ``μ = 0.5``, ``τ = 0.5``, ``n_ctx = 16``, one prompt
+Defaults as the released script: ``b = 8``, ``μ = 0.5``, ``τ = 0.5``, ``n_ctx = 16`` random
+vectors (``ctx_init="a photo of a"`` starts σ from those words, CoOp's variant), one prompt
 (the script's ``num_prompt 2`` makes logits over ``2 × classes`` while the labels cover only
 the first block).
 
@@ -91,12 +92,13 @@ class FedPGP(Method):
     fresh_optimizer = True
 
     def __init__(self, lr: float = 1e-3, n_ctx: int = 16, bottleneck: int = 8, mu: float = 0.5,
-                 temperature: float = 0.5, anchor: str = "handcrafted", **hp: Any) -> None:
+                 temperature: float = 0.5, anchor: str = "handcrafted", ctx_init: str = "",
+                 **hp: Any) -> None:
         if anchor not in ("handcrafted", "placeholder"):
             raise ValueError(f"anchor must be handcrafted or placeholder, got {anchor!r}")
         super().__init__(lr=lr, n_ctx=n_ctx, bottleneck=bottleneck, mu=mu,
-                         temperature=temperature, anchor=anchor, **hp)
-        self.n_ctx, self.bottleneck = int(n_ctx), int(bottleneck)
+                         temperature=temperature, anchor=anchor, ctx_init=ctx_init, **hp)
+        self.n_ctx, self.bottleneck, self.ctx_init = int(n_ctx), int(bottleneck), ctx_init or None
         self.mu, self.temperature, self.anchor = float(mu), float(temperature), anchor
 
     def adapters(self) -> dict[str, AdapterConfig]:
@@ -107,9 +109,9 @@ class FedPGP(Method):
 
     def install(self, model, *, arch, lora, seed, peers=None):
         core, tokenizer, sigma, template = prompt_head_parts(
-            model, peers, arch, n_ctx=self.n_ctx, ctx_init=None, seed=seed)
+            model, peers, arch, n_ctx=self.n_ctx, ctx_init=self.ctx_init, seed=seed)
         gen = torch.Generator().manual_seed(int(seed) + 1)
-        u = torch.randn(self.n_ctx, self.bottleneck, generator=gen) * 0.02
+        u = torch.randn(len(sigma), self.bottleneck, generator=gen) * 0.02
         v = torch.randn(self.bottleneck, sigma.shape[1], generator=gen) * 0.02
         head = FedPGPHead(core, tokenizer, template, sigma, u, v, anchor=self.anchor)
         install_head(model, head)

@@ -131,14 +131,16 @@ class PFedMoAP(Method):
 
     def __init__(self, lr: float = 2e-3, gate_lr: float = 1e-2, n_ctx: int = 16,
                  num_experts: int = 10, lam: float = 0.5, scaling: float = 10.0,
-                 gate_dim: int = 128, selection: str = "nearest", **hp: Any) -> None:
+                 gate_dim: int = 128, selection: str = "nearest", ctx_init: str = "",
+                 **hp: Any) -> None:
         if selection not in ("nearest", "random"):
             raise ValueError(f"selection must be nearest or random, got {selection!r}")
         super().__init__(lr=lr, gate_lr=gate_lr, n_ctx=n_ctx, num_experts=num_experts, lam=lam,
-                         scaling=scaling, gate_dim=gate_dim, selection=selection, **hp)
+                         scaling=scaling, gate_dim=gate_dim, selection=selection,
+                         ctx_init=ctx_init, **hp)
         self.gate_lr, self.n_ctx, self.num_experts = float(gate_lr), int(n_ctx), int(num_experts)
         self.lam, self.scaling, self.gate_dim = float(lam), float(scaling), int(gate_dim)
-        self.selection = selection
+        self.selection, self.ctx_init = selection, ctx_init or None
         #: the server's pool: each client's latest trained prompt
         self.pool: dict[int, torch.Tensor] = {}
         #: the last round's data-weighted average prompt (``None`` before any upload)
@@ -154,7 +156,7 @@ class PFedMoAP(Method):
     def install(self, model, *, arch, lora, seed, peers=None):
         self._seed = int(seed)
         core, tokenizer, ctx, template = prompt_head_parts(
-            model, peers, arch, n_ctx=self.n_ctx, ctx_init=None, seed=seed)
+            model, peers, arch, n_ctx=self.n_ctx, ctx_init=self.ctx_init, seed=seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed) + 1)
             head = PFedMoAPHead(core, tokenizer, template, ctx, gate_dim=self.gate_dim,

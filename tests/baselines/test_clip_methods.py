@@ -285,3 +285,45 @@ def test_parameter_counts_on_vit_b16_shapes_are_the_papers(method):
                            "clip-vit-b16")
     want = tuple(p + d for p, d in zip(TAB7[method], DIFF.get(method, (0, 0, 0))))
     assert (got.trainable, got.up, got.down) == want
+
+
+@pytest.mark.parametrize("method,scenario,metrics", [
+    ("pfedmma", "base2novel", {"local", "base", "novel", "hm"}),
+    ("fedpgp", "by-domain", {"accuracy", "acc_noise", "acc_plain"}),
+])
+def test_runs_validate_and_submit_as_reproduced_entries(cls_build, tmp_path, capsys, method,
+                                                        scenario, metrics):
+    """`drake eval` on synth-cls, validated and submitted (two seeds) beside the paper's rows of
+    the shipped board; the by-domain run reports the spread over domains too."""
+    import shutil
+
+    from drake.cli import main
+
+    board = tmp_path / "leaderboard.json"
+    shutil.copy("leaderboard/leaderboard.json", board)
+    data = str(cls_build / "synth-cls")
+    runs = []
+    for seed in (0, 1):
+        out = tmp_path / f"seed{seed}"
+        assert main(["eval", "--method", method, "--data", data, "--scenario", scenario,
+                     "--rounds", "1", "--local-steps", "1", "--eval-per-task", "2", "--seed",
+                     str(seed), "--out", str(out)]) == 0, capsys.readouterr().err
+        results = json.loads((out / "results.json").read_text())
+        assert set(results["metrics"]) == metrics
+        assert main(["leaderboard", "validate", str(out / "results.json"), "--data",
+                     data]) == 0, capsys.readouterr().err
+        runs.append(out)
+    if scenario == "by-domain":
+        point = json.loads((runs[0] / "metrics.jsonl").read_text().splitlines()[-1])
+        assert "accuracy_std" in json.dumps(point)
+    before = len(json.loads(board.read_text())["entries"])
+    assert main(["leaderboard", "submit", str(runs[0]), "--seeds", str(runs[1]),
+                 "--leaderboard", str(board), "--data", data, "--submitter", "tests",
+                 "--link", "https://example.org/drake"]) == 0, capsys.readouterr().err
+    entries = json.loads(board.read_text())["entries"]
+    assert len(entries) == before + 1
+    mine = entries[-1] if entries[-1]["method"]["name"] == method else next(
+        e for e in entries if e["method"]["name"] == method
+        and e["benchmark"]["name"] == "synth-cls")
+    assert mine["scenario"]["name"] == scenario and mine["provenance"] == "reproduced"
+    assert mine["n_seeds"] == 2 and set(mine["metrics"]) >= metrics
