@@ -17,8 +17,9 @@ the ``s``-scaled branch (:class:`_GradScale`).
 Clients train every projection (down, shared, up) with SGD (momentum 0.9, weight decay 5e-4, a
 fresh optimiser at each turn, as the paper's local epochs); only ``shared`` is uploaded and
 averaged, weighted by data size; down and up stay with the client. The paper's ViT-B/16 setting
-puts adapters in blocks 5-12 (the top 8) with ``dim`` 32; ``tiny-clip``'s text tower has 2
-blocks, so its default is the top 2 of each tower. pFedMMA trains every client in round 0
+puts adapters in blocks 5-12 (the top 8) with ``dim`` 32, and that is the default here
+(``blocks=0``: the top 8, or every block of a tower that has fewer: ``tiny-clip``'s text tower
+has 2, so there the top 2 of each tower). pFedMMA trains every client in round 0
 (``--first-round-all``).
 """
 
@@ -35,6 +36,8 @@ from baselines.base import AdapterConfig, Method, Payload, register
 __all__ = ["MultiModalAdapters", "PFedMMA", "adapter_blocks"]
 
 LOCAL, SHARED = "local", "shared"
+#: adapters in blocks 5-12 of ViT-B/16's 12 (pFedMMA's config)
+PAPER_BLOCKS = 8
 
 
 class _GradScale(torch.autograd.Function):
@@ -161,7 +164,7 @@ class PFedMMA(Method):
     optimizer = ("sgd", {"momentum": 0.9, "weight_decay": 5e-4})
     fresh_optimizer = True
 
-    def __init__(self, lr: float = 1e-3, blocks: int = 2, dim: int = 32, scale: float = 0.001,
+    def __init__(self, lr: float = 1e-3, blocks: int = 0, dim: int = 32, scale: float = 0.001,
                  **hp: Any) -> None:
         super().__init__(lr=lr, blocks=blocks, dim=dim, scale=scale, **hp)
         self.blocks, self.dim, self.scale = int(blocks), int(dim), float(scale)
@@ -180,7 +183,10 @@ class PFedMMA(Method):
             core = core.model
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
-            adapters = MultiModalAdapters(core, blocks=self.blocks, dim=self.dim,
+            image, text = adapter_blocks(core)
+            # the paper's blocks 5-12 of a 12-block tower, capped at the shallower tower
+            blocks = self.blocks or min(PAPER_BLOCKS, len(image), len(text))
+            adapters = MultiModalAdapters(core, blocks=blocks, dim=self.dim,
                                           scale=self.scale)
         core.mm_adapters = adapters  # registered, so it moves with the model
         return _Adapters(model, adapters)
