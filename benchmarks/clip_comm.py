@@ -35,9 +35,9 @@ def main() -> None:
         counts = parameter_counts(get_method(name)(**hp), shape_bundle(args.model), args.model,
                                   clients=args.clients)
         label = name + "".join(f" {k}={v}" for k, v in hp.items())
-        paper = PAPER.get(name) if hp.get("blocks", 3) == 3 else None
-        if name == "pfedmma" and not hp:
-            label += " (blocks 5-12)"
+        paper = PAPER.get(name)
+        if name == "pfedmma" and not hp:  # the paper counts its Tab. 21 example, 3 blocks
+            label, paper = label + " (blocks 5-12)", None
         print(f"{label:<26}{counts.trainable:>11,}{counts.up:>9,}{counts.down:>9,}   "
               f"{', '.join(f'{x:,}' for x in paper) if paper else '-'}")
 
