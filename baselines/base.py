@@ -176,6 +176,11 @@ class Method(ABC):
     #: A fresh optimiser at each of a client's turns (no momentum carried from its last round),
     #: as the CLIP prompt-learning methods run; by default a client keeps its optimiser state.
     fresh_optimizer: ClassVar[bool] = False
+    #: Score clients after the round's aggregation, each with its message delivered (the new
+    #: global part beside its own personal part), as the CLIP prompt-learning repositories
+    #: test; by default clients are scored right after their local training, as the FedMosaic
+    #: code does.
+    eval_after_aggregation: ClassVar[bool] = False
 
     def __init__(self, lr: float = 1e-3, **hparams: Any) -> None:
         self.lr = lr

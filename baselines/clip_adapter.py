@@ -58,6 +58,7 @@ class ClipAdapter(Method):
     kinds = ("clip",)
     optimizer = CLIP_SGD
     fresh_optimizer = True
+    eval_after_aggregation = True  # scored with the new global part, as the repositories test
 
     def __init__(self, lr: float = 1e-3, ratio: float = 0.2, reduction: int = 4,
                  **hp: Any) -> None:

@@ -34,6 +34,7 @@ class ClipLoRA(Method):
     kinds = ("clip",)
     optimizer = ("adamw", {"weight_decay": 1e-2})
     fresh_optimizer = True
+    eval_after_aggregation = True  # scored with the new global part, as the repositories test
 
     def __init__(self, lr: float = 2e-4, r: int = 2, dropout: float = 0.25, **hp: Any) -> None:
         super().__init__(lr=lr, r=r, dropout=dropout, **hp)

@@ -83,6 +83,7 @@ class FedOTP(Method):
     kinds = ("clip",)
     optimizer = CLIP_SGD
     fresh_optimizer = True
+    eval_after_aggregation = True  # scored with the new global part, as the repositories test
 
     def __init__(self, lr: float = 1e-3, n_ctx: int = 16, eps: float = 0.1, gamma: float = 0.8,
                  thresh: float = 1e-3, max_iter: int = 100, ctx_init: str = "",

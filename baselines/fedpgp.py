@@ -90,6 +90,7 @@ class FedPGP(Method):
     kinds = ("clip",)
     optimizer = CLIP_SGD
     fresh_optimizer = True
+    eval_after_aggregation = True  # scored with the new global part, as the repositories test
 
     def __init__(self, lr: float = 1e-3, n_ctx: int = 16, bottleneck: int = 8, mu: float = 0.5,
                  temperature: float = 0.5, anchor: str = "handcrafted", ctx_init: str = "",

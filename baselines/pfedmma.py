@@ -163,6 +163,7 @@ class PFedMMA(Method):
     kinds = ("clip",)
     optimizer = ("sgd", {"momentum": 0.9, "weight_decay": 5e-4})
     fresh_optimizer = True
+    eval_after_aggregation = True  # scored with the new global part, as the repositories test
 
     def __init__(self, lr: float = 1e-3, blocks: int = 0, dim: int = 32, scale: float = 0.001,
                  **hp: Any) -> None:

@@ -128,6 +128,9 @@ class PFedMoAP(Method):
     kinds = ("clip",)
     optimizer = CLIP_SGD
     fresh_optimizer = True
+    # scored right after local training with its own prompt, as the released code tests (the
+    # message would replace the prompt with the average)
+    eval_after_aggregation = False
 
     def __init__(self, lr: float = 2e-3, gate_lr: float = 1e-2, n_ctx: int = 16,
                  num_experts: int = 10, lam: float = 0.5, scaling: float = 10.0,

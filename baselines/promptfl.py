@@ -32,6 +32,7 @@ class PromptFL(Method):
     kinds = ("clip",)
     optimizer = CLIP_SGD
     fresh_optimizer = True
+    eval_after_aggregation = True  # scored with the new global part, as the repositories test
 
     def __init__(self, lr: float = 1e-3, n_ctx: int = 16, ctx_init: str = "", mu: float = 0.0,
                  **hp: Any) -> None:

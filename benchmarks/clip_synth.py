@@ -70,6 +70,18 @@ def run(args, method: str, scenario: str, seed: int) -> dict:
     return row
 
 
+def _describe(data: Path) -> dict:
+    """The build's benchmark, seed, rows per split and number of classes."""
+    import pyarrow.parquet as pq
+
+    manifest = json.loads((data / "manifest.json").read_text())
+    splits = next(iter(manifest["tasks"].values()))
+    labels = {x for shard in splits["train"]["shards"]
+              for x in pq.read_table(data / shard["file"], columns=["label"])["label"].to_pylist()}
+    return {"benchmark": manifest["benchmark"], "seed": manifest["seed"],
+            "rows": {split: v["rows"] for split, v in splits.items()}, "classes": len(labels)}
+
+
 def table(rows: dict[str, list[dict]]) -> list[str]:
     keys = [k for k in rows[next(iter(rows))][0] if k != "wall_s"]
     # base2novel: the protocol's order; by-domain: the average, then the domains
@@ -111,7 +123,12 @@ def main() -> None:
               f"{args.eval_per_task} test rows per set)")
         print("\n".join(table(rows)), flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(everything, indent=1))
+        settings = {k: getattr(args, k) for k in ("seeds", "rounds", "local_steps", "batch_size",
+                                                  "eval_per_task", "lr_scale", "ctx_init")}
+        settings["lrs"] = {m: (method_lr(m) or 1e-3) * args.lr_scale for m in args.methods}
+        settings["data"] = _describe(Path(args.data))
+        Path(args.json).write_text(json.dumps({"settings": settings, "scenarios": everything},
+                                              indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ Round r:
      after its local training (as the FedMosaic code evaluates), giving Self and Others over
      the tasks that have started by then (``eval_tasks="all"``: over every task);
   4. the method aggregates the uploads into per-client messages, delivered at the client's
-     next turn;
+     next turn (a method with ``eval_after_aggregation``, the CLIP prompt learners', is scored
+     here instead of in step 3, each client with its message delivered to a copy of its
+     state);
   5. a checkpoint (safetensors + JSON) is written atomically.
 
 After the last round, a method with a post-FL stage (TAP's distillation) runs it on every
@@ -318,14 +320,22 @@ class Hook:
 
 class Evaluate(Hook):
     """Score every client at evaluation rounds (right after local training, as the FedMosaic
-    code does) and after the post-FL stage, which then gives the last point."""
+    code does, or after aggregation with each client's message delivered for a method with
+    ``eval_after_aggregation``) and after the post-FL stage, which then gives the last point."""
+
+    @staticmethod
+    def _due(runtime, r: int) -> bool:
+        return (r + 1) % runtime.cfg.eval_every == 0 or r == runtime.rounds - 1
 
     def on_train_end(self, runtime, st, r):
-        if (r + 1) % runtime.cfg.eval_every == 0 or r == runtime.rounds - 1:
+        if self._due(runtime, r) and not runtime.method.eval_after_aggregation:
             st.history.append(runtime._point(r + 1, r, runtime.evaluate(st.records, r)))
 
     def on_round_end(self, runtime, st, r):
         """What the plan scores after aggregation (the global model) joins the round's point."""
+        if self._due(runtime, r) and runtime.method.eval_after_aggregation:
+            st.history.append(runtime._point(
+                r + 1, r, runtime.evaluate(st.records, r, pending=st.pending)))
         if st.history and st.history[-1]["round"] == r + 1:
             runtime.plan.after_aggregate(st.history[-1], r)
 
@@ -383,6 +393,8 @@ class LocalRuntime:
         self.cfg = config
         self.hooks = list(hooks)
         self._eval_stage = "eval"  # what the evaluation under way is, for on_client_end
+        #: messages delivered before scoring a client (evaluation after aggregation)
+        self._eval_pending: dict[int, Payload] = {}
         self._hooks: list[Hook] = self.hooks  # those of the current run(), built-ins included
         self.out = Path(config.out)
         self.progress = progress
@@ -555,12 +567,18 @@ class LocalRuntime:
             hook.on_client_end(self, stage, r, done, total)
 
     def evaluate(self, records: Mapping[int, ClientRecord], round_: int, *,
-                 stage: str = "eval") -> dict[int, dict[str, float]]:
+                 stage: str = "eval", pending: Mapping[int, Payload] | None = None
+                 ) -> dict[int, dict[str, float]]:
         """Score every client as the run's protocol says (:mod:`drake.runtime.plans`); hooks
-        hear of each client scored (``on_client_end`` with ``stage``)."""
+        hear of each client scored (``on_client_end`` with ``stage``). With ``pending``, each
+        client is scored with its message received first (its record stays as it is)."""
         self._eval_stage = stage
+        self._eval_pending = dict(pending or {})
         self._client_done(stage, round_, 0, self.data.num_clients)
-        return self.plan.evaluate(records, round_)
+        try:
+            return self.plan.evaluate(records, round_)
+        finally:
+            self._eval_pending = {}
 
     def client_scored(self, round_: int, c: int) -> None:
         """A plan has scored client ``c`` at the evaluation point of ``round_``."""
@@ -572,6 +590,9 @@ class LocalRuntime:
         """Client ``c``'s answers to ``samples`` with the adapters it holds, through the
         method's ``predict`` (option indices where scored by likelihood, else text)."""
         handle = self._handle(c, record, round_, stream=EVAL_STREAM)
+        message = self._eval_pending.get(c)
+        if message is not None:  # scored after aggregation: the handle is never saved
+            self.method.receive(handle, message)
         torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
                               .integers(2**31)))
         self.method.before_eval(handle)

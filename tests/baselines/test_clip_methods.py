@@ -327,3 +327,23 @@ def test_runs_validate_and_submit_as_reproduced_entries(cls_build, tmp_path, cap
         and e["benchmark"]["name"] == "synth-cls")
     assert mine["scenario"]["name"] == scenario and mine["provenance"] == "reproduced"
     assert mine["n_seeds"] == 2 and set(mine["metrics"]) >= metrics
+
+
+def test_prompt_learners_are_scored_with_the_new_global_prompt(cls_build, tmp_path):
+    """PromptFL scores every client after aggregation with the averaged context, as the
+    repositories test: every client then answers as the same model (equal base and novel
+    scores), while each keeps its own trained context for its next turn."""
+    from safetensors.torch import load_file
+
+    from drake.runtime.local import LocalRuntime, RunConfig
+
+    cfg = RunConfig(data=str(cls_build / "synth-cls"), scenario="base2novel", method="promptfl",
+                    out=str(tmp_path / "r"), rounds=1, local_steps=2, eval_per_task=4)
+    LocalRuntime(cfg).run()
+    point = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[-1])
+    scores = point["scores"]
+    assert len({s["base"] for s in scores.values()}) == 1
+    assert len({s["novel"] for s in scores.values()}) == 1
+    flat = load_file(str(tmp_path / "r" / "checkpoint" / "state.safetensors"))
+    own = [flat[f"client/{c}/adapter/global/ctx.global"] for c in range(10)]
+    assert len({tuple(t.flatten().tolist()) for t in own}) == 10
