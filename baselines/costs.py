@@ -35,28 +35,12 @@ class Counts:
     down: int
 
 
-class _Probe:
-    """A :class:`~baselines.base.ClientHandle` with no steps to take: what a client sends before
-    any training."""
+def _probe(cid: int, arch: str, bundle: Any, control: Any):
+    """A client handle with no step to take and no data: what a client sends untrained."""
+    from drake.runtime.client import ClientRecord, RuntimeClient
 
-    def __init__(self, cid: int, arch: str, bundle: Any, control: Any) -> None:
-        self.id, self.arch, self.round, self.steps, self.num_samples = cid, arch, 0, 0, 1
-        self.bundle, self.control = bundle, control
-        self.state: dict[str, torch.Tensor] = {}
-        self.proxy = None
-        self.last_samples: list = []
-
-    def get(self, adapter: str) -> dict[str, torch.Tensor]:
-        return self.control.state(adapter)
-
-    def set(self, adapter: str, state: Mapping[str, torch.Tensor]) -> None:
-        self.control.load(adapter, state)
-
-    def params(self, adapter: str) -> list[torch.nn.Parameter]:
-        return self.control.params(adapter)
-
-    def next_batch(self):
-        raise RuntimeError("a parameter count takes no training step")
+    return RuntimeClient(cid, arch, bundle, control, ClientRecord(), [], None, round_=0,
+                         steps=0, batch_size=1, lr=1e-3, seed=0)
 
 
 def _numel(payload: Payload) -> int:
@@ -73,7 +57,7 @@ def parameter_counts(method: Method, bundle: Any, arch: str, *, clients: int = 1
         p.requires_grad_(False)
     control = install_adapters(method, {arch: bundle}, seed=seed)[arch]
     trainable = sum(p.numel() for name in control.names for p in control.params(name))
-    uploads = {c: method.local_train(_Probe(c, arch, bundle, control)) for c in range(clients)}
+    uploads = {c: method.local_train(_probe(c, arch, bundle, control)) for c in range(clients)}
     infos = {c: ClientInfo(c, arch, 1) for c in range(clients)}
     messages = method.aggregate(uploads, infos, 0)
     down = _numel(messages[0]) if 0 in messages else 0

@@ -25,13 +25,13 @@ has 2, so there the top 2 of each tower). pFedMMA trains every client in round 0
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from baselines.base import AdapterConfig, Method, Payload, register
+from baselines.clip_common import ParamAdapters
 
 __all__ = ["MultiModalAdapters", "PFedMMA", "adapter_blocks"]
 
@@ -114,45 +114,6 @@ class MultiModalAdapters(nn.Module):
         self._handles.append(block.register_forward_pre_hook(before, with_kwargs=True))
         self._handles.append(block.register_forward_hook(after, with_kwargs=True))
 
-    def group(self, name: str) -> dict[str, nn.Parameter]:
-        """``local`` (every down and up projection) or ``shared`` parameters, by name."""
-        return {k: p for k, p in self.named_parameters()
-                if k.startswith("shared.") == (name == SHARED)}
-
-
-class _Adapters:
-    """The :class:`~baselines.base.AdapterSet` of pFedMMA: ``local`` and ``shared`` groups of
-    one :class:`MultiModalAdapters`; both always act together."""
-
-    def __init__(self, model: nn.Module, adapters: MultiModalAdapters) -> None:
-        self.model = model
-        self.adapters = adapters
-        self.names = [LOCAL, SHARED]
-
-    def state(self, name: str) -> dict[str, torch.Tensor]:
-        return {k: p.detach().clone() for k, p in self.adapters.group(name).items()}
-
-    def load(self, name: str, state: Mapping[str, torch.Tensor]) -> None:
-        params = self.adapters.group(name)
-        if set(params) != set(state):
-            raise KeyError(f"pFedMMA {name} state does not fit: missing "
-                           f"{sorted(set(params) - set(state))[:3]}, unexpected "
-                           f"{sorted(set(state) - set(params))[:3]}")
-        with torch.no_grad():
-            for k, p in params.items():
-                p.copy_(state[k])
-
-    def params(self, name: str) -> list[nn.Parameter]:
-        return list(self.adapters.group(name).values())
-
-    def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
-                 trainable: Sequence[str] | None = None) -> None:
-        self.adapters.enabled = bool(names)
-        train = set(names if trainable is None else trainable)
-        for name in self.names:
-            for p in self.params(name):
-                p.requires_grad_(name in train)
-
 
 @register
 class PFedMMA(Method):
@@ -190,7 +151,10 @@ class PFedMMA(Method):
             adapters = MultiModalAdapters(core, blocks=blocks, dim=self.dim,
                                           scale=self.scale)
         core.mm_adapters = adapters  # registered, so it moves with the model
-        return _Adapters(model, adapters)
+        # the down and up projections stay local, the shared ones travel; both always act
+        # together (``adapters.enabled`` off while none is active)
+        return ParamAdapters(model, adapters, {
+            LOCAL: ["image_down", "image_up", "text_down", "text_up"], SHARED: ["shared"]})
 
     def local_train(self, client) -> Payload:
         loss = self.train_adapter(client, [LOCAL, SHARED], client.steps)

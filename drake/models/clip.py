@@ -344,17 +344,21 @@ class ClipBundle:
     def image_embeds(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
         """Unit-norm image embeddings of ``samples`` (cached by sample id while the image tower
         carries no adapter)."""
-        core = self._core()
+        return self._encoded(samples, self._core().image_embeds, self._image_cache)
+
+    def _encoded(self, samples: Sequence[Mapping[str, Any]], encode, cache) -> torch.Tensor:
+        """``encode(pixels)`` of ``samples``, through ``cache`` (by sample id) while the image
+        tower carries no adapter and every sample has an id."""
         ids = [str(s.get("id") or "") for s in samples]
         if self._tower_adapted() or not all(ids):
-            return core.image_embeds(self._pixels(samples))
-        todo = [i for i, sid in enumerate(ids) if sid not in self._image_cache]
+            return encode(self._pixels(samples))
+        todo = [i for i, sid in enumerate(ids) if sid not in cache]
         if todo:
             with torch.no_grad():
-                fresh = core.image_embeds(self._pixels([samples[i] for i in todo]))
+                fresh = encode(self._pixels([samples[i] for i in todo]))
             for i, row in zip(todo, fresh):
-                self._image_cache[ids[i]] = row.detach()
-        return torch.stack([self._image_cache[sid] for sid in ids])
+                cache[ids[i]] = row.detach()
+        return torch.stack([cache[sid] for sid in ids])
 
     def _pixels(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
         images = []
@@ -369,17 +373,7 @@ class ClipBundle:
     def image_tokens(self, samples: Sequence[Mapping[str, Any]]) -> torch.Tensor:
         """Unit-norm patch-token embeddings ``[N, M, D]`` of ``samples`` (cached by sample id
         while the image tower carries no adapter, as :meth:`image_embeds`)."""
-        core = self._core()
-        ids = [str(s.get("id") or "") for s in samples]
-        if self._tower_adapted() or not all(ids):
-            return core.image_tokens(self._pixels(samples))
-        todo = [i for i, sid in enumerate(ids) if sid not in self._token_cache]
-        if todo:
-            with torch.no_grad():
-                fresh = core.image_tokens(self._pixels([samples[i] for i in todo]))
-            for i, row in zip(todo, fresh):
-                self._token_cache[ids[i]] = row.detach()
-        return torch.stack([self._token_cache[sid] for sid in ids])
+        return self._encoded(samples, self._core().image_tokens, self._token_cache)
 
     def text_inputs(self, classes: Sequence[str], template: str | None = None
                     ) -> dict[str, torch.Tensor]:
