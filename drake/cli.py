@@ -324,7 +324,8 @@ def _settings(args: argparse.Namespace, benchmark: str, given: dict[str, Any]
               ) -> tuple[dict[str, Any], Preset]:
     """The run settings of `drake eval` on ``benchmark``: the explicit ones over the preset's,
     and explicit --local-steps over a preset's local epochs."""
-    settings, preset = resolve_preset(args.preset, benchmark, given)
+    settings, preset = resolve_preset(args.preset, benchmark, given,
+                                      getattr(args, "scenario", None))
     if args.local_steps is not None and "local_epochs" not in given:
         settings["local_epochs"] = None
     return settings, preset

@@ -45,6 +45,15 @@ def test_pfedmma_paper_values(benchmark, rounds, frac):
     assert values["eval_every"] == rounds  # the last round only: no best-on-test pick
 
 
+@pytest.mark.parametrize("scenario,rounds,frac", [
+    ("base2novel", 100, 1.0), ("by-domain", 50, 0.25), ("alpha0.3", 50, 0.1), (None, 100, 1.0)])
+def test_synth_cls_follows_the_protocol_its_scenario_twins(scenario, rounds, frac):
+    """synth-cls stands in for base-to-novel, DomainNet/Office and CIFAR: each scenario runs
+    the paper preset of the protocol it twins."""
+    values, _ = resolve_preset("paper", "synth-cls", {}, scenario)
+    assert (values["rounds"], values["frac"]) == (rounds, frac)
+
+
 def test_tap_paper_values():
     preset = get_preset("paper", "tap")
     values = dict(preset.values)
