@@ -231,11 +231,14 @@ class ClassificationPlan(_ClassPlan):
         metrics: dict[str, float] = {}
         extra: dict[str, Any] = {}
         if self.by_domain:
-            for domain in sorted(self.domain_test):
-                mine = [scores[c][self.task] for c in scores
-                        if scores[c] and self.client_domain[c] == domain]
-                if mine:
-                    metrics[f"acc_{domain}"] = float(np.mean(mine))
+            from evaluators import per_domain_accuracy
+
+            # each domain: mean ± std over its clients (pFedMMA's per-domain numbers)
+            stats = per_domain_accuracy({c: scores[c][self.task] for c in sorted(scores)
+                                         if scores[c]}, self.client_domain)
+            for domain in sorted(stats):
+                metrics[f"acc_{domain}"] = stats[domain].mean
+            extra["domain_std"] = {d: stats[d].std for d in sorted(stats)}
             by_domain = [v for k, v in metrics.items() if k.startswith("acc_")]
             metrics["accuracy"] = float(np.mean(by_domain))
             extra["accuracy_std"] = float(np.std(by_domain))

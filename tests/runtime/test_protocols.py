@@ -125,6 +125,8 @@ def test_per_domain_point_averages_clients_per_domain_then_domains():
     point = plan.point(1, 0, scores)
     assert point["metrics"] == {"acc_plain": 60.0, "acc_noise": 30.0, "accuracy": 45.0}
     assert point["accuracy_std"] == pytest.approx(15.0)
+    # each domain's spread over its clients: plain holds 50 and 70, noise one client
+    assert point["domain_std"] == {"noise": 0.0, "plain": pytest.approx(10.0)}
 
 
 def test_clip_bundle_logits_and_loss_by_hand():
