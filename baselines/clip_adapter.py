@@ -47,7 +47,8 @@ class ClipAdapterHead(ClipHead):
         return F.normalize(self.ratio * self.adapter(image) + (1 - self.ratio) * image, dim=-1)
 
     def forward(self, bundle, samples, classes) -> torch.Tensor:
-        return clip_core(bundle.model).logits(self.features(bundle.image_embeds(samples)), bundle.text_embeds(classes))
+        return clip_core(bundle.model).logits(self.features(bundle.image_embeds(samples)),
+                                              bundle.text_embeds(classes))
 
 
 @register

@@ -24,40 +24,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from drake.models.clip import ClipHead
+from drake.models.clip import ClipHead, clip_core
 
 __all__ = ["CoOpHead", "ParamAdapters", "PromptContext", "clip_core", "context_init",
            "install_head", "prompt_head_parts"]
-
-
-def clip_core(model: nn.Module):
-    """The :class:`~drake.models.clip.ClipCore` inside ``model`` (a core, or a wrapper of one)."""
-    from drake.models.clip import ClipCore
-
-    core = model
-    while not isinstance(core, ClipCore):
-        if hasattr(core, "get_base_model"):
-            core = core.get_base_model()
-        elif hasattr(core, "model"):
-            core = core.model
-        else:
-            raise TypeError(f"{type(model).__name__} holds no CLIP core; the CLIP methods run "
-                            f"on CLIP models (tiny-clip, clip-vit-b16)")
-    return core
 
 
 def install_head(model: nn.Module, head: nn.Module) -> None:
     """Make ``head`` score every image against the classes (:class:`~drake.models.clip.ClipHead`);
     it is registered on the core, so it moves with the model."""
     clip_core(model).head = head
-
-
-def _start_tokens(core) -> int:
-    """Positions before the prompt's first word: OpenAI's CLIP tokenizer starts with
-    ``<|startoftext|>``, the drake tokenizer of ``tiny-clip`` with the first word."""
-    from drake.models.clip import HubClip
-
-    return 1 if isinstance(core, HubClip) else 0
 
 
 def context_init(core, tokenizer: Any, *, n_ctx: int = 16, ctx_init: str | None = None,
@@ -98,7 +74,7 @@ class PromptContext(nn.Module):
         super().__init__()
         self.n = int(n)
         self.template = template
-        self.offset = _start_tokens(core)
+        self.offset = core.start_tokens
         probe = core.tokenize(tokenizer, [template.format("x")])["input_ids"][0]
         if len(probe) < self.offset + self.n + 1:
             raise ValueError(f"template {template!r} has fewer than {self.n} context tokens")

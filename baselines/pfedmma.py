@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from baselines.base import AdapterConfig, Method, Payload, register
-from baselines.clip_common import ParamAdapters
+from baselines.clip_common import ParamAdapters, clip_core
 
 __all__ = ["MultiModalAdapters", "PFedMMA", "adapter_blocks"]
 
@@ -138,11 +138,7 @@ class PFedMMA(Method):
         return {LOCAL: 1.0, SHARED: 1.0}
 
     def install(self, model, *, arch, lora, seed, peers=None):
-        from drake.models.clip import ClipCore
-
-        core = model
-        while not isinstance(core, ClipCore):
-            core = core.model
+        core = clip_core(model)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             image, text = adapter_blocks(core)

@@ -169,10 +169,6 @@ class PFedMoAP(Method):
                              lr_scale={GATE: self.gate_lr / self.lr})
 
     # --- client ----------------------------------------------------------------------------
-    @staticmethod
-    def _head(client):
-        return clip_core(client.bundle.model).head
-
     def receive(self, client, message: Payload) -> None:
         """The round's average prompt replaces ``P_i``; the experts replace the last ones."""
         client.set(PROMPT, message.tensors[PROMPT])
@@ -183,7 +179,7 @@ class PFedMoAP(Method):
             client.state["experts"] = experts
 
     def _arm(self, client) -> None:
-        self._head(client).experts = client.state.get("experts")
+        clip_core(client.bundle.model).head.experts = client.state.get("experts")
 
     def local_train(self, client) -> Payload:
         self._arm(client)

@@ -44,8 +44,8 @@ from transformers import CLIPModel, CLIPTextConfig, CLIPTextModel, SwinModel
 from drake.errors import DrakeError, SchemaError
 from drake.models.zoo import ModelInfo
 
-__all__ = ["CLASS_TEMPLATE", "CLIP_TEXT", "ClipBundle", "ClipCore", "ClipHead", "HubClip", "ModelKindError",
-           "TinyClip", "build_tiny_clip"]
+__all__ = ["CLASS_TEMPLATE", "CLIP_TEXT", "ClipBundle", "ClipCore", "ClipHead", "HubClip",
+           "ModelKindError", "TinyClip", "build_tiny_clip", "clip_core"]
 
 #: CoOp's / pFedMMA's class prompt.
 CLASS_TEMPLATE = "a photo of a {}."
@@ -76,6 +76,8 @@ class ClipCore(nn.Module, metaclass=abc.ABCMeta):
 
     #: the learned temperature ``t`` of ``exp(t) * cos``
     logit_scale: nn.Parameter
+    #: positions :meth:`tokenize` puts before a prompt's first word (a start token)
+    start_tokens: int = 0
 
     @property
     @abc.abstractmethod
@@ -182,6 +184,8 @@ class HubClip(ClipCore):
         The dual encoder; its text tower pools at the end-of-text token its tokenizer appends.
     """
 
+    start_tokens = 1  # <|startoftext|>
+
     def __init__(self, model: CLIPModel) -> None:
         super().__init__()
         self.clip = model
@@ -256,6 +260,21 @@ def build_tiny_clip(tokenizer: Any, seed: int = 0,
     return model
 
 
+def clip_core(model: nn.Module) -> ClipCore:
+    """The :class:`ClipCore` inside ``model``: the core itself, or one wrapped by peft
+    (``get_base_model``) or by a method (``.model``)."""
+    core = model
+    while not isinstance(core, ClipCore):
+        if hasattr(core, "get_base_model"):
+            core = core.get_base_model()
+        elif hasattr(core, "model"):
+            core = core.model
+        else:
+            raise TypeError(f"{type(model).__name__} holds no CLIP core; the CLIP methods run "
+                            f"on CLIP models (tiny-clip, clip-vit-b16)")
+    return core
+
+
 class ClipHead(nn.Module, metaclass=abc.ABCMeta):
     """A method's own way of scoring images against classes (FedOTP's transport, pFedMoAP's
     mixture of prompts, the prompt learners' context), installed as ``core.head``.
@@ -327,10 +346,7 @@ class ClipBundle:
         return self._core().projection_dim
 
     def _core(self) -> ClipCore:
-        model = self.model
-        while not isinstance(model, ClipCore):
-            model = model.get_base_model() if hasattr(model, "get_base_model") else model.model
-        return model
+        return clip_core(self.model)
 
     # ------------------------------------------------------------------ encoding
 
