@@ -146,7 +146,8 @@ def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
 
     try:
         folder = pretrain_clip(out_dir=root, seed=args.seed, steps=args.clip_steps,
-                               pictures=args.clip_pictures, progress=update)
+                               pictures=args.clip_pictures, objective=args.clip_objective,
+                               progress=update)
     finally:
         bar.close()
     report = json.loads((folder / REPORT_FILE).read_text())
@@ -155,7 +156,7 @@ def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
         f"{CLIP_FOLDER}: {report['steps']} steps in {report['wall_seconds']:.0f}s, final loss "
         f"{report['final_loss']:.3f}; held-out zero-shot accuracy over {report['classes']} "
         f"classes {report['held_out_accuracy_before']:.2f} -> "
-        f"{report['held_out_accuracy']:.2f}; "
+        f"{report['held_out_accuracy']:.2f} ({report['objective']} objective); "
         + ("identical to the shipped weights" if same else "differs from the shipped weights "
            "(other arguments, seed or library versions)") + f"\n  saved to {folder}\n")
     return 0
@@ -166,7 +167,11 @@ def add_cli(subparsers: Any) -> None:
 
     Handlers are stored as ``func`` (``args.func(args) -> int``).
     """
-    from drake.models.clip_pretrain import DEFAULT_CLIP_PICTURES, DEFAULT_CLIP_STEPS
+    from drake.models.clip_pretrain import (
+        CLIP_OBJECTIVES,
+        DEFAULT_CLIP_PICTURES,
+        DEFAULT_CLIP_STEPS,
+    )
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_EVAL_SIZE,
@@ -196,6 +201,10 @@ def add_cli(subparsers: Any) -> None:
                    help=f"tiny-clip text-side steps (default {DEFAULT_CLIP_STEPS})")
     p.add_argument("--clip-pictures", type=int, default=DEFAULT_CLIP_PICTURES,
                    help=f"tiny-clip training pictures (default {DEFAULT_CLIP_PICTURES})")
+    p.add_argument("--clip-objective", choices=CLIP_OBJECTIVES, default="classes",
+                   help="tiny-clip's text side trained on the 192 class prompts (classes, the "
+                   "shipped weights) or CLIP-style on varied captions, in-batch (captions: "
+                   "leaves prompt learning room)")
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS,
                    help=f"language-stage steps per model (default {DEFAULT_STEPS})")
     p.add_argument("--vision-steps", type=int, default=DEFAULT_VISION_STEPS,

@@ -10,9 +10,20 @@ CLIP's zero-shot classifier is used by pFedMMA and the prompt-learning baselines
   random stream, ``default_rng([seed, crc32("tiny-clip-pretrain"), part])``, which no build's
   per-sample stream (``[seed, crc32(task), split, index]``) can produce: no pretraining picture is
   a benchmark row;
-* **objective**: cross-entropy of each picture's logits over the prompts of all 192 classes,
-  ``"a photo of a {class}."`` (CLIP's contrastive loss with the full class list as the batch of
-  texts); the image tower stays frozen, so its pooled features are computed once;
+* **objective** (``objective``), the image tower frozen either way (its pooled features are
+  computed once):
+
+  - ``"classes"`` (the shipped weights): cross-entropy of each picture's logits over the prompts
+    of all 192 classes, ``"a photo of a {class}."`` (CLIP's contrastive loss with the full class
+    list as the batch of texts). The text side is then fitted to the very prompts the benchmark
+    scores with, so zero-shot sits at what the frozen features allow, and a method that learns
+    only the text side (a prompt) has nothing left to learn;
+  - ``"captions"``: CLIP's own pre-training, in-batch: each picture gets a caption drawn from
+    :data:`CAPTION_TEMPLATES` (varied wording, some naming only two of colour, fill and shape,
+    some its background; never the class prompt), and :func:`caption_loss` is the symmetric
+    cross-entropy of the batch's picture x caption similarities, every caption of the picture's
+    class a positive. Like a web-pretrained CLIP, the text side then knows the attributes but
+    not the benchmark's prompt, and prompt learning has room to earn;
 * **held out**: 192 x 6 fresh pictures (every class on every background) scored after training,
   overall and per background.
 
@@ -40,8 +51,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["CLIP_FOLDER", "DEFAULT_CLIP_PICTURES", "DEFAULT_CLIP_STEPS", "pretrain_clip",
-           "text_side_state"]
+__all__ = ["CAPTION_TEMPLATES", "CLIP_FOLDER", "CLIP_OBJECTIVES", "DEFAULT_CLIP_PICTURES",
+           "DEFAULT_CLIP_STEPS", "caption_loss", "captions", "pretrain_clip", "text_side_state"]
 
 CLIP_FOLDER = "tiny-clip"
 DEFAULT_CLIP_PICTURES = 16000
@@ -53,6 +64,15 @@ _STREAM = zlib.crc32(b"tiny-clip-pretrain")
 _FEATURE_BATCH = 64
 #: CLIP's cap on the logit scale, exp(4.6052) = 100
 MAX_LOGIT_SCALE = 4.6052
+#: what the text side is trained on (see the module docstring)
+CLIP_OBJECTIVES = ("classes", "captions")
+#: captions of the ``"captions"`` objective: ``{c}`` colour, ``{f}`` fill, ``{s}`` shape, ``{d}``
+#: background. None is the class prompt ``"a photo of a {c} {f} {s}."``.
+CAPTION_TEMPLATES = (
+    "{c} {s}", "a {f} {s}", "a {s} in {c}", "a {c} {f} {s} on a {d} background",
+    "there is a {s} that is {c}", "the {s} is {f} and {c}", "a picture of a {f} {c} {s}",
+    "a {c} {s} , {f}",
+)
 
 
 def text_side_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -70,6 +90,31 @@ def _pictures(seed: int, part: int, labels: np.ndarray, domains: list[str]) -> l
     rng = np.random.default_rng([seed, _STREAM, part])
     return [render(cls_scene(rng, int(label), domain), TINY_IMAGE_SIZE, rng)
             for label, domain in zip(labels, domains)]
+
+
+def captions(rng: np.random.Generator, labels: np.ndarray, domains: list[str]) -> list[str]:
+    """One caption per picture (class ``labels[i]`` on background ``domains[i]``), its template
+    drawn from :data:`CAPTION_TEMPLATES` with ``rng``."""
+    from drake.synth.extra import CLS_TRIPLES
+
+    picks = rng.integers(0, len(CAPTION_TEMPLATES), len(labels))
+    return [CAPTION_TEMPLATES[k].format(c=CLS_TRIPLES[int(y)][0], f=CLS_TRIPLES[int(y)][1],
+                                        s=CLS_TRIPLES[int(y)][2], d=d)
+            for k, y, d in zip(picks, labels, domains)]
+
+
+def caption_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """CLIP's symmetric in-batch loss with every same-class pair a positive.
+
+    ``logits[i, j]`` scores picture ``i`` against caption ``j`` (caption ``j`` describes picture
+    ``j``). The target of row ``i`` spreads evenly over the captions of ``i``'s class, and the
+    loss is ``(CE(logits, T) + CE(logits^T, T)) / 2`` with ``T[i, j] = [y_i = y_j] / n(y_i)``
+    (symmetric, since ``n(y_i) = n(y_j)`` wherever the indicator is 1). With distinct labels it
+    is CLIP's loss exactly.
+    """
+    same = (labels[:, None] == labels[None, :]).to(logits.dtype)
+    target = same / same.sum(dim=1, keepdim=True)
+    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
 
 
 def _features(bundle, images: list[Any]) -> torch.Tensor:
@@ -95,6 +140,7 @@ def pretrain_clip(
     steps: int = DEFAULT_CLIP_STEPS,
     batch_size: int = DEFAULT_CLIP_BATCH_SIZE,
     lr: float = DEFAULT_CLIP_LR,
+    objective: str = "classes",
     threads: int | None = 1,
     progress: Callable[[int, int, float], None] | None = None,
 ) -> Path:
@@ -108,6 +154,8 @@ def pretrain_clip(
         Seed of the pictures, the initialisation and the batch order.
     pictures, steps, batch_size, lr
         Training pictures, AdamW steps, pictures per step, learning rate (cosine decay).
+    objective : str
+        ``"classes"`` (the shipped weights) or ``"captions"`` (see the module docstring).
     threads : int, optional
         Intra-op threads while training (default 1: the same bytes on any machine with the
         same library versions); ``None`` leaves torch's setting.
@@ -130,6 +178,9 @@ def pretrain_clip(
     _check_budget(pictures=pictures, steps=steps, batch_size=batch_size)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
+    if objective not in CLIP_OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(CLIP_OBJECTIVES)}, got "
+                         f"{objective!r}")
     start = time.perf_counter()
     with _run(threads, seed):
         bundle = _load_tiny_clip(get_info(CLIP_FOLDER), None, True, seed, None, text=False)
@@ -151,12 +202,19 @@ def pretrain_clip(
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)
         y = torch.as_tensor(labels)
         order = torch.Generator().manual_seed(seed)
+        caption_rng = np.random.default_rng([seed, _STREAM, 3])
         losses = []
         core.train()
         for step in range(steps):
             idx = torch.randint(0, pictures, (batch_size,), generator=order)
             image = F.normalize(core.visual_projection(features[idx]), dim=-1)
-            loss = F.cross_entropy(core.logits(image, core.text_embeds(**texts)), y[idx])
+            if objective == "classes":
+                loss = F.cross_entropy(core.logits(image, core.text_embeds(**texts)), y[idx])
+            else:
+                caps = captions(caption_rng, labels[idx.numpy()],
+                                [domains[i] for i in idx.tolist()])
+                text = core.text_embeds(**bundle.text_inputs(caps, template="{}"))
+                loss = caption_loss(core.logits(image, text), y[idx])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -177,7 +235,7 @@ def pretrain_clip(
         save_file(state, str(staging / "model.safetensors"))
         report = {
             "model": CLIP_FOLDER, "seed": seed, "pictures": pictures, "steps": steps,
-            "batch_size": batch_size, "lr": lr, "threads": threads,
+            "batch_size": batch_size, "lr": lr, "objective": objective, "threads": threads,
             "classes": len(CLS_CLASSES), "template": bundle.template,
             "held_out_pictures": len(held_labels),
             "held_out_accuracy_before": round(before, 2),

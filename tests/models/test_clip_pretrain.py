@@ -4,14 +4,17 @@ loads from, what the shipped file is, and that it classifies far above chance.""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from drake.models import ModelLoadError, ModelNotPretrained, clip_pretrain, load_model
 from drake.models import shipped as shipped_module
+from drake.models.clip import CLASS_TEMPLATE
 from drake.models.clip_pretrain import pretrain_clip, text_side_state
 from drake.models.shipped import SHIPPED_ROOT, SHIPPED_SHA256
 
@@ -97,4 +100,50 @@ def test_cli_pretrains_tiny_clip_alone(tmp_path, capsys):
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "tiny-clip: 3 steps" in out and "differs from the shipped weights" in out
+    assert "(classes objective)" in out
     assert (tmp_path / "tiny-clip" / "model.safetensors").is_file()
+    assert main([*argv, "--clip-objective", "captions"]) == 0, capsys.readouterr().err
+    assert "(captions objective)" in capsys.readouterr().out
+    report = json.loads((tmp_path / "tiny-clip" / "pretrain_report.json").read_text())
+    assert report["objective"] == "captions"
+
+
+def test_caption_loss_by_hand():
+    # distinct labels: CLIP's loss. Rows: log(1+e^-2) and log 2; columns: log(1+e^-1) twice.
+    logits = torch.tensor([[2.0, 0.0], [1.0, 1.0]])
+    rows = (math.log(1 + math.exp(-2)) + math.log(2)) / 2
+    cols = math.log(1 + math.exp(-1))
+    assert float(clip_pretrain.caption_loss(logits, torch.tensor([0, 1]))) == pytest.approx(
+        (rows + cols) / 2, abs=1e-6)
+    # pictures 0 and 1 share a class: each row's target is half on each of their captions.
+    # With L = log(e + 2), rows 0 and 1 give L - 1/2, row 2 gives L - 1 (both directions alike)
+    big_l = math.log(math.e + 2)
+    want = (2 * (big_l - 0.5) + (big_l - 1)) / 3
+    got = clip_pretrain.caption_loss(torch.eye(3), torch.tensor([0, 0, 1]))
+    assert float(got) == pytest.approx(want, abs=1e-6)
+
+
+def test_captions_name_the_class_words_and_never_the_class_prompt():
+    from drake.synth.extra import CLS_CLASSES, CLS_TRIPLES
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(len(CLS_CLASSES)).repeat(4)
+    caps = clip_pretrain.captions(rng, labels, ["noise"] * len(labels))
+    prompts = {CLASS_TEMPLATE.format(c) for c in CLS_CLASSES}
+    assert not prompts & set(caps)
+    assert len({c.split(" ")[0] for c in caps}) > 3  # several templates drawn
+    for cap, y in zip(caps, labels):
+        colour, fill, shape = CLS_TRIPLES[y]
+        words = set(cap.split())
+        assert shape in words and len(words & {colour, fill, shape}) >= 2
+
+
+def test_the_captions_objective_is_deterministic_and_its_own(tmp_path):
+    one = pretrain_clip(out_dir=tmp_path / "a", objective="captions", **SMALL)
+    two = pretrain_clip(out_dir=tmp_path / "b", objective="captions", **SMALL)
+    classes = pretrain_clip(out_dir=tmp_path / "c", **SMALL)
+    data = [(f / "model.safetensors").read_bytes() for f in (one, two, classes)]
+    assert data[0] == data[1] != data[2]
+    assert json.loads((one / "pretrain_report.json").read_text())["objective"] == "captions"
+    with pytest.raises(ValueError, match="objective must be one of classes, captions"):
+        pretrain_clip(out_dir=tmp_path / "d", objective="prompts", **SMALL)
