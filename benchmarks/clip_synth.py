@@ -7,14 +7,19 @@ mean ± std over seeds: Local / Base / Novel / HM (base2novel), and the accuracy
 domains with each domain's (by-domain), plus the wall time of a run.
 
 The budget is a CPU one (``--rounds``, ``--local-steps``, ``--batch-size``); pFedMMA's own is
-100 rounds of one local epoch (``--preset paper``). Each method trains at its own paper's
-learning rate (times ``--lr-scale``), with its own optimiser; the prompt learners start from
-CoOp's ``"a photo of a"`` context (``--ctx-init ""``: the papers' 16 random vectors, which do
-not recover the zero-shot accuracy within a CPU budget). The settings go into each run's
-``config.json``.
+100 rounds of one local epoch (``--preset paper``). Each method trains with its own optimiser
+at the learning rate of :data:`CPU_LRS`, chosen for this budget on a validation build (a
+synth-cls build of another seed, whose rows no calibration build shares: ``--data`` that build,
+``--lr`` per method), never on the calibration build's test rows; ``--paper-lrs`` trains at the
+methods' own paper rates instead (times ``--lr-scale``). The prompt learners start from CoOp's
+``"a photo of a"`` context (``--ctx-init ""``: the papers' 16 random vectors, which do not
+recover the zero-shot accuracy within a CPU budget). ``--model-cache`` runs on tiny-clip
+weights other than the shipped ones; ``--jobs`` runs that many at once. The settings go into
+each run's ``config.json``.
 
     python benchmarks/clip_synth.py --data DIR [--seeds 0 1 2] [--methods ...]
         [--scenarios base2novel by-domain] [--out runs-clip-synth] [--json table.json]
+        [--jobs N] [--model-cache DIR] [--lr METHOD=LR ...] [--paper-lrs]
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +38,18 @@ import numpy as np
 METHODS = ["clip-zeroshot", "promptfl", "fedpgp", "fedotp", "pfedmoap", "clip-adapter",
            "clip-lora", "pfedmma"]
 PROMPTS = {"promptfl", "promptfl-fedprox", "fedpgp", "fedotp", "pfedmoap"}
+#: a run's relative cost (the scheduling order of --jobs)
+SECONDS = {"clip-lora": 5, "pfedmoap": 3, "pfedmma": 3, "fedotp": 3, "fedpgp": 2,
+           "promptfl": 2, "clip-adapter": 1.5, "clip-zeroshot": 0.5}
+#: learning rates at this script's default budget, each the best base-to-novel HM on a
+#: validation build (``drake build --benchmark synth-cls --seed 1``, seed-0 runs, every test
+#: row, the shipped tiny-clip) of the candidates tried; the zero-shot model trains nothing (its
+#: run still needs a positive rate). HM per candidate: promptfl 2e-3 42.7 (zero-shot 41.8);
+#: fedpgp 1e-3 43.2, 1e-2 45.8; fedotp 2e-3 28.9, 2e-2 31.9; pfedmoap 2e-3 30.8, 2e-2 16.9;
+#: clip-adapter 5e-2 42.4, 5e-1 46.8; pfedmma 5e-2 44.3, 5e-1 1.7 (diverges); clip-lora 3e-3
+#: 46.4, 1e-2 50.0, 3e-2 53.8.
+CPU_LRS = {"clip-zeroshot": 1e-3, "promptfl": 2e-3, "fedpgp": 1e-2, "fedotp": 2e-2,
+           "pfedmoap": 2e-3, "clip-adapter": 5e-1, "clip-lora": 3e-2, "pfedmma": 5e-2}
 
 
 def method_lr(name: str) -> float:
@@ -41,14 +59,30 @@ def method_lr(name: str) -> float:
     return float(inspect.signature(get_method(name).__init__).parameters["lr"].default)
 
 
+def learning_rates(args) -> dict[str, float]:
+    """The learning rate of each method of the run: ``--lr``, else :data:`CPU_LRS` (or with
+    ``--paper-lrs`` the method's own times ``--lr-scale``)."""
+    given = dict(args.lr)
+    out = {}
+    for m in args.methods:
+        if m in given:
+            out[m] = given[m]
+        elif args.paper_lrs or m not in CPU_LRS:
+            out[m] = (method_lr(m) or 1e-3) * args.lr_scale
+        else:
+            out[m] = CPU_LRS[m]
+    return out
+
+
 def command(args, method: str, scenario: str, seed: int, out: Path) -> list[str]:
-    # the zero-shot model trains nothing; its run still needs a positive rate
-    lr = (method_lr(method) or 1e-3) * args.lr_scale
+    lr = learning_rates(args)[method]
     cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
            "--scenario", scenario, "--seed", str(seed), "--rounds", str(args.rounds),
            "--local-steps", str(args.local_steps), "--batch-size", str(args.batch_size),
            "--lr", f"{lr:g}", "--eval-per-task", str(args.eval_per_task),
            "--eval-every", str(args.rounds), "--first-round-all", "--out", str(out)]
+    if args.model_cache:
+        cmd += ["--model-cache", args.model_cache]
     if method in PROMPTS and args.ctx_init:
         cmd += ["--hp", f"ctx_init={args.ctx_init}"]
     if method == "pfedmoap":  # the gate keeps the code's 5x the prompt's rate
@@ -82,6 +116,33 @@ def _describe(data: Path) -> dict:
             "rows": {split: v["rows"] for split, v in splits.items()}, "classes": len(labels)}
 
 
+def _method_lr(text: str) -> tuple[str, float]:
+    method, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--lr takes METHOD=LR, got {text!r}")
+    return method, float(value)
+
+
+def _weights(cache: str | None) -> dict:
+    """What tiny-clip's text side was: the pretraining report of the weights the runs loaded,
+    and the library versions and machine of the runs."""
+    import platform
+
+    import torch
+    import transformers
+
+    from drake.models.clip_pretrain import CLIP_FOLDER
+    from drake.models.shipped import SHIPPED_ROOT
+
+    folder = Path(cache) / CLIP_FOLDER if cache else SHIPPED_ROOT / CLIP_FOLDER
+    report = json.loads((folder / "pretrain_report.json").read_text())
+    return {"weights_sha256": report["weights_sha256"],
+            "objective": report.get("objective", "classes"),
+            "held_out_accuracy": report["held_out_accuracy"],
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs"}
+
+
 def table(rows: dict[str, list[dict]]) -> list[str]:
     keys = [k for k in rows[next(iter(rows))][0] if k != "wall_s"]
     # base2novel: the protocol's order; by-domain: the average, then the domains
@@ -108,15 +169,31 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--local-steps", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--eval-per-task", type=int, default=24)
+    ap.add_argument("--eval-per-task", default="all",
+                    help="test rows per scored set, or all (default)")
+    ap.add_argument("--lr", type=_method_lr, action="append", default=[],
+                    metavar="METHOD=LR", help="a method's learning rate (repeatable)")
+    ap.add_argument("--paper-lrs", action="store_true",
+                    help="each method at its own paper's rate (times --lr-scale)")
     ap.add_argument("--lr-scale", type=float, default=1.0)
     ap.add_argument("--ctx-init", default="a photo of a")
+    ap.add_argument("--model-cache", default=None,
+                    help="model cache holding tiny-clip (default: the shipped weights)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     ap.add_argument("--out", default="runs-clip-synth")
     ap.add_argument("--json", default=None, help="also write every run's metrics here")
     args = ap.parse_args()
+    cells = [(m, scenario, s) for scenario in args.scenarios for m in args.methods
+             for s in args.seeds]
+    # the longest runs first, so that parallel jobs end together (the results do not depend
+    # on the order)
+    order = sorted(cells, key=lambda c: -SECONDS.get(c[0], 1) * (2 if c[1] == "base2novel"
+                                                                 else 1))
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        done = dict(zip(order, pool.map(lambda c: run(args, *c), order)))
     everything = {}
     for scenario in args.scenarios:
-        rows = {m: [run(args, m, scenario, s) for s in args.seeds] for m in args.methods}
+        rows = {m: [done[m, scenario, s] for s in args.seeds] for m in args.methods}
         everything[scenario] = rows
         print(f"\nsynth-cls / {scenario}, tiny-clip, seeds {args.seeds}: mean ± std over seeds "
               f"({args.rounds} rounds x {args.local_steps} steps of {args.batch_size}, "
@@ -124,9 +201,11 @@ def main() -> None:
         print("\n".join(table(rows)), flush=True)
     if args.json:
         settings = {k: getattr(args, k) for k in ("seeds", "rounds", "local_steps", "batch_size",
-                                                  "eval_per_task", "lr_scale", "ctx_init")}
-        settings["lrs"] = {m: (method_lr(m) or 1e-3) * args.lr_scale for m in args.methods}
+                                                  "eval_per_task", "ctx_init")}
+        settings["lrs"] = learning_rates(args)
+        settings["paper_lrs"] = args.paper_lrs
         settings["data"] = _describe(Path(args.data))
+        settings["weights"] = _weights(args.model_cache)
         Path(args.json).write_text(json.dumps({"settings": settings, "scenarios": everything},
                                               indent=1) + "\n")
 

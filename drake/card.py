@@ -177,17 +177,26 @@ def clip_calibration_table(path: Path = CLIP_CALIBRATION_FILE) -> str:
     record = json.loads(path.read_text())
     st, scenarios = record["settings"], record["scenarios"]
     data = st["data"]
+    weights = st["weights"]
+    rows_per_set = ("every test row" if st["eval_per_task"] == "all"
+                    else f"{st['eval_per_task']} test rows")
+    lrs = ", ".join(f"{m} {lr:g}" for m, lr in st["lrs"].items())
     lines = [
         f"Measured with `python benchmarks/clip_synth.py --data <build> --json "
         f"drake/synth/clip_calibration.json` on a {data['benchmark']} build (seed "
         f"{data['seed']}: {data['rows']['train']:,} train and {data['rows']['test']:,} test rows, "
-        f"{data['classes']} classes) with `tiny-clip` (the shipped weights): {st['rounds']} "
+        f"{data['classes']} classes) with `tiny-clip` (text side pretrained on the "
+        f"{weights['objective']} objective, sha256 {weights['weights_sha256'][:12]}, held-out "
+        f"zero-shot {weights['held_out_accuracy']:.1f}% over all classes): {st['rounds']} "
         f"rounds of {st['local_steps']} local steps of {st['batch_size']}, every client every "
-        f"round, {st['eval_per_task']} test rows per scored set, seeds "
-        f"{', '.join(map(str, st['seeds']))}; each method at its own paper's learning rate "
-        f"(x{st['lr_scale']:g}) and optimiser, the prompt learners from CoOp's "
-        f"\"{st['ctx_init']}\" context. Mean ± std over seeds. A CPU budget: pFedMMA's own is "
-        "100 rounds of one local epoch (`--preset paper`)."]
+        f"round, {rows_per_set} per scored set, seeds {', '.join(map(str, st['seeds']))}; "
+        + ("each method at its own paper's learning rate" if st["paper_lrs"] else
+           "each method with its own optimiser at the learning rate chosen for this budget on "
+           "a validation build of another seed")
+        + f" ({lrs}), the prompt learners from CoOp's \"{st['ctx_init']}\" context. Mean ± std "
+        f"over seeds (torch {weights['torch']}, transformers {weights['transformers']}, "
+        f"{weights['machine']}). A CPU budget: pFedMMA's own is 100 rounds of one local epoch "
+        "(`--preset paper`)."]
     for scenario, rows in scenarios.items():
         first = next(iter(rows.values()))[0]
         keys = [k for k in ("local", "base", "novel", "hm", "accuracy") if k in first]

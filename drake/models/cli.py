@@ -201,10 +201,10 @@ def add_cli(subparsers: Any) -> None:
                    help=f"tiny-clip text-side steps (default {DEFAULT_CLIP_STEPS})")
     p.add_argument("--clip-pictures", type=int, default=DEFAULT_CLIP_PICTURES,
                    help=f"tiny-clip training pictures (default {DEFAULT_CLIP_PICTURES})")
-    p.add_argument("--clip-objective", choices=CLIP_OBJECTIVES, default="classes",
-                   help="tiny-clip's text side trained on the 192 class prompts (classes, the "
-                   "shipped weights) or CLIP-style on varied captions, in-batch (captions: "
-                   "leaves prompt learning room)")
+    p.add_argument("--clip-objective", choices=CLIP_OBJECTIVES, default="captions",
+                   help="tiny-clip's text side trained CLIP-style on varied captions, in-batch "
+                   "(captions: the default and the shipped weights) or on the 192 class "
+                   "prompts (classes: leaves prompt learning nothing to learn)")
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS,
                    help=f"language-stage steps per model (default {DEFAULT_STEPS})")
     p.add_argument("--vision-steps", type=int, default=DEFAULT_VISION_STEPS,

@@ -13,12 +13,12 @@ CLIP's zero-shot classifier is used by pFedMMA and the prompt-learning baselines
 * **objective** (``objective``), the image tower frozen either way (its pooled features are
   computed once):
 
-  - ``"classes"`` (the shipped weights): cross-entropy of each picture's logits over the prompts
+  - ``"classes"``: cross-entropy of each picture's logits over the prompts
     of all 192 classes, ``"a photo of a {class}."`` (CLIP's contrastive loss with the full class
     list as the batch of texts). The text side is then fitted to the very prompts the benchmark
     scores with, so zero-shot sits at what the frozen features allow, and a method that learns
     only the text side (a prompt) has nothing left to learn;
-  - ``"captions"``: CLIP's own pre-training, in-batch: each picture gets a caption drawn from
+  - ``"captions"`` (the default, and the shipped weights): CLIP's own pre-training, in-batch: each picture gets a caption drawn from
     :data:`CAPTION_TEMPLATES` (varied wording, some naming only two of colour, fill and shape,
     some its background; never the class prompt), and :func:`caption_loss` is the symmetric
     cross-entropy of the batch's picture x caption similarities, every caption of the picture's
@@ -140,7 +140,7 @@ def pretrain_clip(
     steps: int = DEFAULT_CLIP_STEPS,
     batch_size: int = DEFAULT_CLIP_BATCH_SIZE,
     lr: float = DEFAULT_CLIP_LR,
-    objective: str = "classes",
+    objective: str = "captions",
     threads: int | None = 1,
     progress: Callable[[int, int, float], None] | None = None,
 ) -> Path:
@@ -155,7 +155,8 @@ def pretrain_clip(
     pictures, steps, batch_size, lr
         Training pictures, AdamW steps, pictures per step, learning rate (cosine decay).
     objective : str
-        ``"classes"`` (the shipped weights) or ``"captions"`` (see the module docstring).
+        ``"captions"`` (the default and the shipped weights) or ``"classes"`` (see the module
+        docstring).
     threads : int, optional
         Intra-op threads while training (default 1: the same bytes on any machine with the
         same library versions); ``None`` leaves torch's setting.

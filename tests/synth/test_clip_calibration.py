@@ -3,12 +3,15 @@ method measured under both scenarios at the learning rates the methods now have.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
+from pathlib import Path
 
 from baselines import get_method, method_names
 from drake.card import CLIP_CALIBRATION_FILE, clip_calibration_table
 
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCENARIOS = {"base2novel": {"local", "base", "novel", "hm"}, "by-domain": {"accuracy"}}
 
 
@@ -30,27 +33,42 @@ def test_every_clip_method_and_scenario_is_measured_on_every_seed():
             assert all(0 <= v <= 100 for r in runs for k, v in r.items() if k != "wall_s")
 
 
-def test_recorded_learning_rates_are_the_methods_own():
-    """A changed default learning rate leaves the table describing other runs."""
-    record = _record()
-    for method, lr in record["settings"]["lrs"].items():
+def test_recorded_learning_rates_are_the_scripts():
+    """A changed learning rate leaves the table describing other runs."""
+    spec = importlib.util.spec_from_file_location("clip_synth", BENCHMARKS / "clip_synth.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    settings = _record()["settings"]
+    for method, lr in settings["lrs"].items():
         own = inspect.signature(get_method(method).__init__).parameters["lr"].default
-        assert lr == (own or 1e-3) * record["settings"]["lr_scale"], (
-            f"{method}: measured at lr {lr}; re-run `python benchmarks/clip_synth.py --json "
-            f"drake/synth/clip_calibration.json`")
+        want = (own or 1e-3) if settings["paper_lrs"] else script.CPU_LRS[method]
+        assert lr == want, (f"{method}: measured at lr {lr}; re-run `python "
+                            f"benchmarks/clip_synth.py --json drake/synth/clip_calibration.json`")
+
+
+def test_recorded_weights_are_the_shipped_ones():
+    from drake.models.shipped import SHIPPED_SHA256
+
+    assert _record()["settings"]["weights"]["weights_sha256"] == SHIPPED_SHA256["tiny-clip"]
 
 
 def test_card_table_is_mean_std_over_seeds_and_moves_from_zero_shot(tmp_path):
     path = tmp_path / "c.json"
     settings = {"seeds": [0, 1], "rounds": 2, "local_steps": 3, "batch_size": 4,
-                "eval_per_task": 5, "lr_scale": 1.0, "ctx_init": "a photo of a", "lrs": {},
+                "eval_per_task": 5, "paper_lrs": False, "ctx_init": "a photo of a",
+                "lrs": {"fedotp": 0.02},
                 "data": {"benchmark": "synth-cls", "seed": 0, "rows": {"train": 10, "test": 4},
-                         "classes": 200}}
+                         "classes": 200},
+                "weights": {"weights_sha256": "ab" * 32, "objective": "captions",
+                            "held_out_accuracy": 45.0, "torch": "2.x", "transformers": "5.x",
+                            "machine": "x86_64, 2 CPUs"}}
     runs = {"clip-zeroshot": [{"accuracy": 40.0, "acc_a": 40.0}] * 2,
             "fedotp": [{"accuracy": 50.0, "acc_a": 44.0}, {"accuracy": 60.0, "acc_a": 46.0}]}
     path.write_text(json.dumps({"settings": settings, "scenarios": {"by-domain": runs}}))
     table = clip_calibration_table(path)
     assert "| fedotp | 55.0 ± 5.0 | 45.0 ± 1.0 |" in table
+    assert "pretrained on the captions objective, sha256 abababababab" in table
+    assert "chosen for this budget on a validation build of another seed (fedotp 0.02)" in table
     assert "Chance is 0.5% per scored set; zero-shot CLIP scores 40.0 (accuracy). Trained " \
         "methods' accuracy minus zero-shot's: fedotp +15.0. 0 of 1 trained methods stay " \
         "within 1 point of zero-shot and 1 gain 5 or more: at this budget synth-cls separates " \
