@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
+import platform
 import subprocess
 import sys
 import time
@@ -75,7 +77,7 @@ def learning_rates(args) -> dict[str, float]:
 
 
 def command(args, method: str, scenario: str, seed: int, out: Path) -> list[str]:
-    lr = learning_rates(args)[method]
+    lr = args.lrs[method]
     cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
            "--scenario", scenario, "--seed", str(seed), "--rounds", str(args.rounds),
            "--local-steps", str(args.local_steps), "--batch-size", str(args.batch_size),
@@ -126,8 +128,6 @@ def _method_lr(text: str) -> tuple[str, float]:
 def _weights(cache: str | None) -> dict:
     """What tiny-clip's text side was: the pretraining report of the weights the runs loaded,
     and the library versions and machine of the runs."""
-    import platform
-
     import torch
     import transformers
 
@@ -140,7 +140,7 @@ def _weights(cache: str | None) -> dict:
             "objective": report.get("objective", "classes"),
             "held_out_accuracy": report["held_out_accuracy"],
             "torch": torch.__version__, "transformers": transformers.__version__,
-            "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs"}
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
 
 
 def table(rows: dict[str, list[dict]]) -> list[str]:
@@ -183,6 +183,7 @@ def main() -> None:
     ap.add_argument("--out", default="runs-clip-synth")
     ap.add_argument("--json", default=None, help="also write every run's metrics here")
     args = ap.parse_args()
+    args.lrs = learning_rates(args)
     cells = [(m, scenario, s) for scenario in args.scenarios for m in args.methods
              for s in args.seeds]
     # the longest runs first, so that parallel jobs end together (the results do not depend
@@ -202,7 +203,7 @@ def main() -> None:
     if args.json:
         settings = {k: getattr(args, k) for k in ("seeds", "rounds", "local_steps", "batch_size",
                                                   "eval_per_task", "ctx_init")}
-        settings["lrs"] = learning_rates(args)
+        settings["lrs"] = args.lrs
         settings["paper_lrs"] = args.paper_lrs
         settings["data"] = _describe(Path(args.data))
         settings["weights"] = _weights(args.model_cache)

@@ -13,17 +13,18 @@ CLIP's zero-shot classifier is used by pFedMMA and the prompt-learning baselines
 * **objective** (``objective``), the image tower frozen either way (its pooled features are
   computed once):
 
-  - ``"classes"``: cross-entropy of each picture's logits over the prompts
-    of all 192 classes, ``"a photo of a {class}."`` (CLIP's contrastive loss with the full class
-    list as the batch of texts). The text side is then fitted to the very prompts the benchmark
-    scores with, so zero-shot sits at what the frozen features allow, and a method that learns
-    only the text side (a prompt) has nothing left to learn;
-  - ``"captions"`` (the default, and the shipped weights): CLIP's own pre-training, in-batch: each picture gets a caption drawn from
-    :data:`CAPTION_TEMPLATES` (varied wording, some naming only two of colour, fill and shape,
-    some its background; never the class prompt), and :func:`caption_loss` is the symmetric
-    cross-entropy of the batch's picture x caption similarities, every caption of the picture's
-    class a positive. Like a web-pretrained CLIP, the text side then knows the attributes but
-    not the benchmark's prompt, and prompt learning has room to earn;
+  - ``"classes"``: cross-entropy of each picture's logits over the prompts of all 192 classes,
+    ``"a photo of a {class}."`` (CLIP's contrastive loss with the full class list as the batch
+    of texts). The text side is then fitted to the very prompts the benchmark scores with, so
+    zero-shot sits at what the frozen features allow, and a method that learns only the text
+    side (a prompt) has nothing left to learn;
+  - ``"captions"`` (the default, and the shipped weights): CLIP's own pre-training, in-batch:
+    each picture gets a caption drawn from :data:`CAPTION_TEMPLATES` (varied wording, some
+    naming only two of colour, fill and shape, some its background; never the class prompt),
+    and :func:`caption_loss` is the symmetric cross-entropy of the batch's picture x caption
+    similarities, every caption of the picture's class a positive. Like a web-pretrained CLIP,
+    the text side then knows the attributes but not the benchmark's prompt, and prompt
+    learning has room to earn;
 * **held out**: 192 x 6 fresh pictures (every class on every background) scored after training,
   overall and per background.
 
@@ -98,8 +99,7 @@ def captions(rng: np.random.Generator, labels: np.ndarray, domains: list[str]) -
     from drake.synth.extra import CLS_TRIPLES
 
     picks = rng.integers(0, len(CAPTION_TEMPLATES), len(labels))
-    return [CAPTION_TEMPLATES[k].format(c=CLS_TRIPLES[int(y)][0], f=CLS_TRIPLES[int(y)][1],
-                                        s=CLS_TRIPLES[int(y)][2], d=d)
+    return [CAPTION_TEMPLATES[k].format(**dict(zip("cfs", CLS_TRIPLES[int(y)])), d=d)
             for k, y, d in zip(picks, labels, domains)]
 
 
