@@ -22,6 +22,8 @@ one onto Flower's ``ArrayRecord`` / ``ConfigRecord``.
 
 from __future__ import annotations
 
+import importlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -403,9 +405,22 @@ def register(cls: type[Method]) -> type[Method]:
     return cls
 
 
+#: Modules to import for methods of one's own (comma-separated), so that every process that
+#: runs clients (a Flower SuperNode, a Ray actor) registers them too.
+METHOD_MODULES_ENV = "DRAKE_METHOD_MODULES"
+
+
 def method_names() -> list[str]:
     import baselines  # noqa: F401  (registers every built-in method)
 
+    for module in filter(None, (m.strip() for m in
+                                os.environ.get(METHOD_MODULES_ENV, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise UnknownNameError(f"{METHOD_MODULES_ENV} names module {module!r}, which "
+                                   f"cannot be imported ({exc}); put it on PYTHONPATH or fix "
+                                   f"the variable") from exc
     return sorted(_REGISTRY)
 
 

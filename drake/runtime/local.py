@@ -160,6 +160,43 @@ def _unflatten(prefix: str, flat: Mapping[str, torch.Tensor]) -> dict[str, torch
     return {k[len(prefix):]: v for k, v in flat.items() if k.startswith(prefix)}
 
 
+def record_to_flat(record: ClientRecord, prefix: str, flat: dict[str, torch.Tensor]
+                   ) -> dict[str, Any]:
+    """Put a client's record into ``flat`` as named tensors under ``prefix`` (adapters, method
+    state, optimiser tensors); return the rest of its optimiser state (param groups and
+    scalars, JSON-able) by adapter. The form of checkpoints and of Flower's client state."""
+    for name, st in record.adapters.items():
+        _flatten(f"{prefix}adapter/{name}/", st, flat)
+    _flatten(f"{prefix}state/", record.state, flat)
+    optim_meta: dict[str, Any] = {}
+    for name, opt in record.optim.items():
+        optim_meta[name] = {"param_groups": opt["param_groups"], "state": {}}
+        for idx, st in opt["state"].items():
+            scalars = {}
+            for key, val in st.items():
+                if torch.is_tensor(val):
+                    flat[f"{prefix}optim/{name}/{idx}/{key}"] = val.contiguous().clone()
+                else:
+                    scalars[key] = val
+            optim_meta[name]["state"][str(idx)] = scalars
+    return optim_meta
+
+
+def record_from_flat(fresh: ClientRecord, prefix: str, flat: Mapping[str, torch.Tensor],
+                     optim_meta: Mapping[str, Any]) -> ClientRecord:
+    """The record :func:`record_to_flat` wrote, on the adapter names of ``fresh``."""
+    record = ClientRecord(adapters={name: _unflatten(f"{prefix}adapter/{name}/", flat)
+                                    for name in fresh.adapters},
+                          state=_unflatten(f"{prefix}state/", flat))
+    for name, om in optim_meta.items():
+        state = {}
+        for idx, scalars in om["state"].items():
+            tens = _unflatten(f"{prefix}optim/{name}/{idx}/", flat)
+            state[int(idx)] = {**tens, **scalars}
+        record.optim[name] = {"state": state, "param_groups": om["param_groups"]}
+    return record
+
+
 def make_method(name: str, lr: float, hparams: Mapping[str, Any]) -> Method:
     """The method ``name`` with its hyper-parameters; a key the method does not declare is an
     error that lists the ones it does (a typo never silently runs the default)."""
@@ -384,6 +421,9 @@ class _StopAfter(Hook):
 class LocalRuntime:
     """Run a method on a scenario of a built benchmark; see the module docstring."""
 
+    #: recorded in results.json (``software.runtime``)
+    runtime_name = "local"
+
     def __init__(self, config: RunConfig, progress: Callable | None = None,
                  hooks: Sequence[Hook] = ()) -> None:
         config.validate()
@@ -505,9 +545,12 @@ class LocalRuntime:
             f"weights")
 
     def _fresh_records(self) -> dict[int, ClientRecord]:
-        return {c: ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
-                                          for n, s in self.init_state[self.models[c]].items()})
-                for c in range(self.data.num_clients)}
+        return {c: self.fresh_record(c) for c in range(self.data.num_clients)}
+
+    def fresh_record(self, c: int) -> ClientRecord:
+        """Client ``c``'s record before any training: its architecture's fresh adapters."""
+        return ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
+                                      for n, s in self.init_state[self.models[c]].items()})
 
     def client_steps(self, c: int, round_: int) -> int:
         """Client ``c``'s local steps in ``round_``: the run's (budget or ``local_steps``), or
@@ -589,19 +632,8 @@ class LocalRuntime:
                 batch: int = 32) -> list[Any]:
         """Client ``c``'s answers to ``samples`` with the adapters it holds, through the
         method's ``predict`` (option indices where scored by likelihood, else text)."""
-        handle = self._handle(c, record, round_, stream=EVAL_STREAM)
-        message = self._eval_pending.get(c)
-        if message is not None:  # scored after aggregation: the handle is never saved
-            self.method.receive(handle, message)
-        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
-                              .integers(2**31)))
-        self.method.before_eval(handle)
-        answer = self._answer(handle, loglik=loglik)
-        preds: list[Any] = []
-        for i in range(0, len(samples), batch):
-            preds.extend(self.method.predict(handle, samples[i:i + batch], answer))
-        self.method.after_eval(handle)
-        return preds
+        return self.client_predict(c, record, round_, samples, loglik=loglik, batch=batch,
+                                   message=self._eval_pending.get(c))
 
     def predict_global(self, arch: str, model: Mapping[str, tuple[Mapping[str, torch.Tensor],
                                                                    float]],
@@ -659,20 +691,8 @@ class LocalRuntime:
         flat: dict[str, torch.Tensor] = {}
         optim_meta: dict[str, Any] = {}
         for c, rec in records.items():
-            for name, st in rec.adapters.items():
-                _flatten(f"client/{c}/adapter/{name}/", st, flat)
-            _flatten(f"client/{c}/state/", rec.state, flat)
-            for name, opt in rec.optim.items():
-                groups = opt["param_groups"]
-                optim_meta[f"{c}/{name}"] = {"param_groups": groups, "state": {}}
-                for idx, st in opt["state"].items():
-                    scalars = {}
-                    for key, val in st.items():
-                        if torch.is_tensor(val):
-                            flat[f"client/{c}/optim/{name}/{idx}/{key}"] = val.contiguous().clone()
-                        else:
-                            scalars[key] = val
-                    optim_meta[f"{c}/{name}"]["state"][str(idx)] = scalars
+            for name, meta in record_to_flat(rec, f"client/{c}/", flat).items():
+                optim_meta[f"{c}/{name}"] = meta
         pending_meta = {}
         for c, msg in pending.items():
             for name, st in msg.tensors.items():
@@ -726,19 +746,10 @@ class LocalRuntime:
     def _restore(self, meta: dict[str, Any], flat: dict[str, torch.Tensor]) -> RunState:
         """The run state a checkpoint's ``state.json`` and tensors describe."""
         records = self._fresh_records()
-        for c, rec in records.items():
-            for name in list(rec.adapters):
-                rec.adapters[name] = _unflatten(f"client/{c}/adapter/{name}/", flat)
-            rec.state = _unflatten(f"client/{c}/state/", flat)
-            for key, om in meta["optim"].items():
-                cs, name = key.split("/", 1)
-                if int(cs) != c:
-                    continue
-                state = {}
-                for idx, scalars in om["state"].items():
-                    tens = _unflatten(f"client/{c}/optim/{name}/{idx}/", flat)
-                    state[int(idx)] = {**tens, **scalars}
-                rec.optim[name] = {"state": state, "param_groups": om["param_groups"]}
+        for c in records:
+            optim = {key.split("/", 1)[1]: om for key, om in meta["optim"].items()
+                     if int(key.split("/", 1)[0]) == c}
+            records[c] = record_from_flat(records[c], f"client/{c}/", flat, optim)
         pending = {}
         for cs, pm in meta["pending"].items():
             pending[int(cs)] = Payload(
@@ -845,24 +856,10 @@ class LocalRuntime:
         last = self.rounds - 1
         self._client_done("post_fl", last, 0, self.data.num_clients)
         for c in range(self.data.num_clients):
-            handle = self._handle(c, st.records[c], last)
-            torch.manual_seed(int(np.random.default_rng([self.cfg.seed, last, c, 29])
-                                  .integers(2**31)))
             try:
-                msg = st.pending.pop(c, None)
-                if msg is not None:
-                    self.method.receive(handle, msg)
-                self.method.post_fl(handle)
+                st.records[c] = self.client_post_fl(c, st.records[c], st.pending.pop(c, None))
             except Exception as exc:  # reported, then stop or skip as configured
-                st.errors.append({"round": last, "client": c, "stage": "post_fl",
-                                  "error": repr(exc)})
-                if self.cfg.on_client_error == "stop":
-                    raise ClientFailed(f"client {c} raised {exc!r} in the post-FL stage; rerun "
-                                       f"with --on-client-error skip to continue without "
-                                       f"it") from exc
-                self._client_done("post_fl", last, c + 1, self.data.num_clients)
-                continue
-            st.records[c] = handle.save()
+                self._client_failed(st.errors, last, c, exc, stage="post_fl")
             self._client_done("post_fl", last, c + 1, self.data.num_clients)
         st.post_fl = True
 
@@ -886,24 +883,75 @@ class LocalRuntime:
                       ) -> Payload | None:
         """Client ``c``'s local training in round ``r``: its upload, or None (no data yet, or
         a failure skipped by ``on_client_error="skip"``)."""
-        handle = self._handle(c, records[c], r)
-        if handle.num_samples == 0:
+        if not self.data.streams[c].seen(r):
             return None
-        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
-        msg = pending.pop(c, None)
-        if msg is not None:
-            self.method.receive(handle, msg)
         try:
-            upload = self.method.local_train(handle)
+            records[c], upload = self.client_train(c, r, records[c], pending.pop(c, None))
         except Exception as exc:  # reported, then stop or skip as configured
-            errors.append({"round": r, "client": c, "error": repr(exc)})
-            log.error("client %d failed in round %d: %r", c, r, exc)
-            if self.cfg.on_client_error == "stop":
-                raise ClientFailed(f"client {c} raised {exc!r} in round {r}; rerun with "
-                                   f"--on-client-error skip to continue without it") from exc
+            self._client_failed(errors, r, c, exc)
             return None
-        records[c] = handle.save()
         return upload
+
+    def _client_failed(self, errors: list[dict[str, Any]], r: int, c: int, exc: BaseException,
+                       stage: str = "train", detail: str = "") -> None:
+        """Record client ``c``'s failure, then stop the run or skip the client as configured
+        (``detail``: the client's traceback where it ran elsewhere)."""
+        entry = {"round": r, "client": c, "error": repr(exc)}
+        if stage != "train":
+            entry["stage"] = stage
+        if detail:
+            entry["traceback"] = detail
+        errors.append(entry)
+        where = f"in round {r}" if stage == "train" else "in the post-FL stage"
+        log.error("client %d failed %s: %r%s", c, where, exc, f"\n{detail}" if detail else "")
+        if self.cfg.on_client_error == "stop":
+            raise ClientFailed(f"client {c} raised {exc!r} {where}; rerun with "
+                               f"--on-client-error skip to continue without it"
+                               + (f"\nthe client's traceback:\n{detail}" if detail else "")
+                               ) from exc
+
+    # --- one client's turn: what runs where the client lives (here, or a Flower ClientApp) --
+    def client_train(self, c: int, r: int, record: ClientRecord, message: Payload | None
+                     ) -> tuple[ClientRecord, Payload]:
+        """Client ``c``'s turn in round ``r``: deliver its pending ``message``, train, and
+        return its new record and its upload (raises what the method raises)."""
+        handle = self._handle(c, record, r)
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, r, c]).integers(2**31)))
+        if message is not None:
+            self.method.receive(handle, message)
+        upload = self.method.local_train(handle)
+        return handle.save(), upload
+
+    def client_predict(self, c: int, record: ClientRecord, round_: int,
+                       samples: Sequence[Mapping[str, Any]], *, loglik: bool = False,
+                       batch: int = 32, message: Payload | None = None) -> list[Any]:
+        """Client ``c``'s answers with the adapters of ``record`` (``message`` delivered
+        first to a copy, for scoring after aggregation; the record is never changed)."""
+        handle = self._handle(c, record, round_, stream=EVAL_STREAM)
+        if message is not None:  # scored after aggregation: the handle is never saved
+            self.method.receive(handle, message)
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, round_, c, 23])
+                              .integers(2**31)))
+        self.method.before_eval(handle)
+        answer = self._answer(handle, loglik=loglik)
+        preds: list[Any] = []
+        for i in range(0, len(samples), batch):
+            preds.extend(self.method.predict(handle, samples[i:i + batch], answer))
+        self.method.after_eval(handle)
+        return preds
+
+    def client_post_fl(self, c: int, record: ClientRecord, message: Payload | None
+                       ) -> ClientRecord:
+        """Client ``c``'s post-FL stage after the last round, its pending ``message``
+        delivered first; returns its new record."""
+        last = self.rounds - 1
+        handle = self._handle(c, record, last)
+        torch.manual_seed(int(np.random.default_rng([self.cfg.seed, last, c, 29])
+                              .integers(2**31)))
+        if message is not None:
+            self.method.receive(handle, message)
+        self.method.post_fl(handle)
+        return handle.save()
 
     def _write_metrics(self, st: RunState) -> None:
         points = ([st.initial] if st.initial else []) + st.history
