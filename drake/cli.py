@@ -253,6 +253,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from drake.runtime.results import settings_caption
 
     get_method(args.method)  # fail fast on an unknown name
+    if args.runtime == "local" and (args.supernodes or args.superlink):
+        raise DrakeError("--supernodes and --superlink are Flower's: add --runtime flower")
     hparams = key_values("--hp", args.hp, "lam=0.01")
     given = {name: getattr(args, name) for name in PRESET_FIELDS
              if getattr(args, name) is not None}
@@ -281,7 +283,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
                               f"{args.method} ")
         progress, hooks, keepalive = None, [lines], lines.keepalive()
     with keepalive:  # set-up included (FedMosaic aligns for a minute); lines only after 10 s
-        results = LocalRuntime(cfg, progress=progress, hooks=hooks).run()
+        if args.runtime == "flower":
+            from drake.runtime import flower
+
+            results = (flower.run_deployment(cfg, args.superlink) if args.superlink else
+                       flower.run_simulation(cfg, progress=progress, hooks=hooks,
+                                             supernodes=args.supernodes))
+        else:
+            results = LocalRuntime(cfg, progress=progress, hooks=hooks).run()
     # results.json, then the plan's other views (the global model, a multi-task run's tasks)
     files = [Path(out) / "results.json"] + sorted(
         f for f in Path(out).glob("results-*.json") if f.is_file())
@@ -586,6 +595,15 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    "write it (default: your cache, else the weights shipped with drake)")
     p.add_argument("--untrained", action="store_true", help="use randomly initialised models")
     p.add_argument("--on-client-error", choices=["stop", "skip"], default="stop")
+    p.add_argument("--runtime", choices=["local", "flower"], default="local",
+                   help="local: every client in this process (default, the fast path); "
+                   "flower: each client in a Flower ClientApp, simulated on this machine, or "
+                   "on a SuperLink's SuperNodes with --superlink (needs drake-pfl[flower])")
+    p.add_argument("--supernodes", type=int, default=None, metavar="N",
+                   help="Flower simulation: SuperNodes to simulate (default: one per client)")
+    p.add_argument("--superlink", default=None, metavar="NAME",
+                   help="Flower deployment: submit the run with `flwr run` to this SuperLink "
+                   "connection of $FLWR_HOME/config.toml (see the README)")
     p.add_argument("--eval-initial", action="store_true",
                    help="also score the models before training (metrics.jsonl round 0)")
     p.add_argument("--eval-unseen", action=argparse.BooleanOptionalAction, default=None,

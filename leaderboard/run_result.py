@@ -176,6 +176,10 @@ class RunSoftware(_Strict):
     python: Text(64, 1)
     torch: Text(64, 1)
     transformers: Text(64, 1)
+    #: where the clients ran: ``local`` (one process) or ``flower`` (Flower ClientApps); the
+    #: numbers are the same for the same seed
+    runtime: Literal["local", "flower"] | None = None
+    flwr: Text(64, 1) | None = None
 
 
 class RunResult(_Strict):

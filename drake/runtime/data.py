@@ -175,6 +175,22 @@ class FederatedData:
     def samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
         return self.rows.get(ids)
 
+    def lookup(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
+        """Samples by id from the client tasks' rows or the unseen tasks' test rows (what a
+        remote client is asked to answer)."""
+        if all(sid in self.rows for sid in ids):
+            return self.rows.get(ids)
+        for task in self.unseen_tasks:
+            self.unseen_samples(task)  # indexes the unseen rows
+        missing = [sid for sid in ids if sid not in self.rows
+                   and (self._unseen is None or sid not in self._unseen)]
+        if missing:
+            raise DataError(f"{self.root} holds no sample {missing[0]!r} ({len(missing)} "
+                            f"missing); the node's build must be the server's (same "
+                            f"manifest)")
+        return [self.rows.get([sid])[0] if sid in self.rows else self._unseen.get([sid])[0]
+                for sid in ids]
+
     def training_samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
         """Training rows as a client sees them in a missing-modality scenario (the partition's
         ``missing`` code per row; test rows are never masked): a missing image is replaced by a

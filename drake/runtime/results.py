@@ -201,9 +201,14 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
                     "eval_tasks": cfg.eval_tasks},
         "software": {"package_version": __version__, "git_hash": _git_hash(),
                      "python": platform.python_version(), "torch": torch.__version__,
-                     "transformers": transformers.__version__},
+                     "transformers": transformers.__version__,
+                     "runtime": getattr(runtime, "runtime_name", "local")},
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if result["software"]["runtime"] == "flower":
+        import flwr
+
+        result["software"]["flwr"] = flwr.__version__
     if runtime.unseen_scores is not None and view.kind == "":
         unseen = [runtime.unseen_scores[c] for c in range(n)]
         result["unseen"] = unseen
