@@ -39,6 +39,7 @@ A Flower run does not resume after a crash: Flower keeps ``context.state`` only 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -347,22 +348,26 @@ def served_clients(node_config: Mapping[str, Any], num_clients: int) -> list[int
     return list(range(num_clients))
 
 
-def _load_record(engine: LocalRuntime, context: Context, c: int) -> ClientRecord:
-    key = f"drake/client/{c}"
-    if key not in context.state:
+def _slot(run_json: str, c: int) -> str:
+    """Where client ``c``'s record of the run ``run_json`` lives in ``context.state`` (runs
+    one after the other in a simulation never see each other's records)."""
+    return f"drake/{hashlib.sha256(run_json.encode()).hexdigest()[:16]}/client/{c}"
+
+
+def _load_record(engine: LocalRuntime, context: Context, c: int, slot: str) -> ClientRecord:
+    if slot not in context.state:
         return engine.fresh_record(c)
-    head = context.state[f"{key}/meta"]
-    flat = _tensors(context.state[key], json.loads(head["views"]))
+    head = context.state[f"{slot}/meta"]
+    flat = _tensors(context.state[slot], json.loads(head["views"]))
     return record_from_flat(engine.fresh_record(c), "", flat, json.loads(head["optim"]))
 
 
-def _store_record(context: Context, c: int, record: ClientRecord) -> None:
+def _store_record(context: Context, slot: str, record: ClientRecord) -> None:
     flat: dict[str, torch.Tensor] = {}
     optim = record_to_flat(record, "", flat)
-    key = f"drake/client/{c}"
-    context.state[key], views = _arrays(flat)
-    context.state[f"{key}/meta"] = ConfigRecord({"optim": json.dumps(optim, sort_keys=True),
-                                                 "views": json.dumps(views, sort_keys=True)})
+    context.state[slot], views = _arrays(flat)
+    context.state[f"{slot}/meta"] = ConfigRecord({"optim": json.dumps(optim, sort_keys=True),
+                                                  "views": json.dumps(views, sort_keys=True)})
 
 
 def _reply(msg: Message, c: int, records: Mapping[str, Any] | None = None,
@@ -395,21 +400,23 @@ def _handshake(msg: Message, context: Context) -> Message:
                    reply_to=msg)
 
 
-def _turn(msg: Message, context: Context) -> tuple[LocalRuntime, int, int, Payload | None]:
+def _turn(msg: Message, context: Context
+          ) -> tuple[LocalRuntime, int, int, Payload | None, str]:
     head = msg.content[KEY]
     engine = _engine(head["run"], context.node_config)
     c = int(head["client"])
     if c not in served_clients(context.node_config, engine.data.num_clients):
         raise DrakeError(f"this SuperNode does not serve client {c} (node config "
                          f"{dict(context.node_config)})")
-    return engine, c, int(head["round"]), records_payload(msg.content, "message")
+    return (engine, c, int(head["round"]), records_payload(msg.content, "message"),
+            _slot(head["run"], c))
 
 
 @client_app.train()
 def _train(msg: Message, context: Context) -> Message:
-    engine, c, r, message = _turn(msg, context)
-    record, upload = engine.client_train(c, r, _load_record(engine, context, c), message)
-    _store_record(context, c, record)  # only after success: a failed turn changes nothing
+    engine, c, r, message, slot = _turn(msg, context)
+    record, upload = engine.client_train(c, r, _load_record(engine, context, c, slot), message)
+    _store_record(context, slot, record)  # only after success: a failed turn changes nothing
     records = payload_records(upload, "upload")
     records["metrics"] = MetricRecord({"num-examples": len(engine.data.streams[c].seen(r))})
     return _reply(msg, c, records)
@@ -417,12 +424,12 @@ def _train(msg: Message, context: Context) -> Message:
 
 @client_app.evaluate("predict")
 def _predict(msg: Message, context: Context) -> Message:
-    engine, c, r, message = _turn(msg, context)
+    engine, c, r, message, slot = _turn(msg, context)
     head = msg.content[KEY]
     refs = json.loads(head["samples"])
     samples = [{**sample, "choices": ref["choices"]} for ref, sample in
                zip(refs, engine.data.lookup([ref["id"] for ref in refs]))]
-    preds = engine.client_predict(c, _load_record(engine, context, c), r, samples,
+    preds = engine.client_predict(c, _load_record(engine, context, c, slot), r, samples,
                                   loglik=bool(head["loglik"]), batch=int(head["batch"]),
                                   message=message)
     return _reply(msg, c, predictions=json.dumps(preds))
@@ -430,9 +437,9 @@ def _predict(msg: Message, context: Context) -> Message:
 
 @client_app.train("post_fl")
 def _post_fl(msg: Message, context: Context) -> Message:
-    engine, c, _, message = _turn(msg, context)
-    _store_record(context, c, engine.client_post_fl(c, _load_record(engine, context, c),
-                                                    message))
+    engine, c, _, message, slot = _turn(msg, context)
+    record = engine.client_post_fl(c, _load_record(engine, context, c, slot), message)
+    _store_record(context, slot, record)
     return _reply(msg, c)
 
 
@@ -465,24 +472,40 @@ def run_simulation(config: RunConfig, *, progress: Callable | None = None,
     """Run ``config`` as a Flower simulation on this machine (Ray; no SuperLink, nothing
     installed at run time) and return its results, as :meth:`LocalRuntime.run` does.
 
-    ``supernodes`` defaults to one per client (node K serves client K; fewer nodes serve
-    several clients each); ``cpus`` is what Ray may use (default: all), ``cpus_per_client``
-    what each ClientApp takes, so ``cpus / cpus_per_client`` clients train at once.
+    ``supernodes`` defaults to one per client (node K serves clients K, K+N, ...); ``cpus``
+    is what Ray may use (default: all), ``cpus_per_client`` what each ClientApp takes, so
+    ``cpus / cpus_per_client`` clients train at once.
     """
+    return simulate([config], progress=progress, hooks=hooks, supernodes=supernodes,
+                    cpus=cpus, cpus_per_client=cpus_per_client)[0]
+
+
+def simulate(configs: Sequence[RunConfig], *, progress: Callable | None = None,
+             hooks: Sequence[Hook] = (), supernodes: int | None = None,
+             cpus: int | None = None, cpus_per_client: float = 1.0) -> list[dict[str, Any]]:
+    """:func:`run_simulation` of several runs one after the other on one simulated federation
+    (Ray and the ClientApps start once; each run's client records are its own). The runs must
+    have the same number of clients."""
     from flwr.simulation import run_simulation as flower_simulation
 
-    runtime = FlowerRuntime(config, progress, hooks)  # a bad config fails before Ray starts
-    nodes = supernodes or runtime.data.num_clients
-    if not 1 <= nodes <= runtime.data.num_clients:
-        raise DrakeError(f"--supernodes must be in 1..{runtime.data.num_clients} (one client "
-                         f"per node at most), got {nodes}")
-    outcome: dict[str, Any] = {}
+    runtimes = [FlowerRuntime(c, progress, hooks) for c in configs]  # bad configs fail here
+    clients = {rt.data.num_clients for rt in runtimes}
+    if len(clients) != 1:
+        raise DrakeError(f"runs on one simulated federation need one client count, got "
+                         f"{sorted(clients)}")
+    n = clients.pop()
+    nodes = supernodes or n
+    if not 1 <= nodes <= n:
+        raise DrakeError(f"--supernodes must be in 1..{n} (one client per node at most), "
+                         f"got {nodes}")
+    outcome: dict[str, Any] = {"results": []}
     app = ServerApp()
 
     @app.main()
     def _main(grid: Grid, context: Context) -> None:
         try:
-            outcome["results"] = _serve(runtime, grid)
+            for runtime in runtimes:
+                outcome["results"].append(_serve(runtime, grid))
         except BaseException as exc:  # re-raised below, in the caller's thread
             outcome["error"] = exc
 
@@ -492,7 +515,7 @@ def run_simulation(config: RunConfig, *, progress: Callable | None = None,
         "init_args": {"num_cpus": cpus or os.cpu_count() or 1}})
     if "error" in outcome:
         raise outcome["error"]
-    if "results" not in outcome:
+    if len(outcome["results"]) != len(runtimes):
         raise DrakeError("the Flower simulation ended without running the server (see the "
                          "Flower log above)")
     return outcome["results"]

@@ -18,7 +18,12 @@ from drake.build import build  # noqa: E402
 from drake.errors import DrakeError  # noqa: E402
 from drake.registry import get_benchmark  # noqa: E402
 from drake.runtime import LocalRuntime, RunConfig  # noqa: E402
-from drake.runtime.flower import run_deployment, run_simulation, served_clients  # noqa: E402
+from drake.runtime.flower import (  # noqa: E402
+    run_deployment,
+    run_simulation,
+    served_clients,
+    simulate,
+)
 from drake.runtime.local import ClientFailed  # noqa: E402
 from drake.scenarios import add_scenario  # noqa: E402
 from drake.specs import ScenarioSpec  # noqa: E402
@@ -58,24 +63,6 @@ def same_numbers(a, b):
     assert a.get("diagnostics") == b.get("diagnostics")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("method,hparams", [("fedavg", {}), ("ditto", {}),
-                                            ("fedmosaic", {"align_samples": 16})])
-def test_simulation_gives_the_local_numbers(data, tmp_path, method, hparams):
-    """Hetero drake-synth (two LLaVA families), every client in its own ClientApp."""
-    kw = {"method_hparams": hparams}
-    local = LocalRuntime(config(data, tmp_path / "local", method, **kw)).run()
-    flower = run_simulation(config(data, tmp_path / "flower", method, **kw), cpus=2)
-    assert len(set(flower["models_per_client"])) == 2  # the hetero mix
-    same_numbers(flower, local)
-    assert (flower["software"]["runtime"], local["software"]["runtime"]) == ("flower", "local")
-    assert flower["software"]["flwr"]
-    # the run folder holds what a local run's does, but no checkpoint to resume from
-    assert (tmp_path / "flower" / "metrics.jsonl").read_text() == \
-        (tmp_path / "local" / "metrics.jsonl").read_text()
-    assert not (tmp_path / "flower" / "checkpoint").exists()
-
-
 @pytest.fixture
 def broken_method(monkeypatch):
     """test-broken-client, registered here and in every client process."""
@@ -84,6 +71,42 @@ def broken_method(monkeypatch):
         str(HERE), os.environ.get("PYTHONPATH", "")])))
     monkeypatch.setenv("DRAKE_METHOD_MODULES", "flower_methods")
     return "test-broken-client"
+
+
+@pytest.mark.slow
+def test_simulation_gives_the_local_numbers(data, tmp_path, broken_method, caplog):
+    """Hetero drake-synth (two LLaVA families), every client in its own ClientApp: fedavg,
+    ditto and fedmosaic give the local runtime's numbers, and a client that raises is skipped
+    on request with its traceback in errors.json and the server log. One simulated federation
+    serves the four runs one after the other (Ray starts once)."""
+    caplog.set_level(logging.ERROR, logger="drake.runtime")
+    runs = [("fedavg", {}, {}), ("ditto", {}, {}), ("fedmosaic", {"align_samples": 16}, {}),
+            (broken_method, {}, {"on_client_error": "skip"})]
+    configs = {}
+    for method, hparams, extra in runs:
+        kw = {"method_hparams": hparams, "eval_every": 2, **extra}  # one evaluation, at the end
+        configs[method] = (config(data, tmp_path / f"{method}-local", method, **kw),
+                           config(data, tmp_path / f"{method}-flower", method, **kw))
+    flower = dict(zip(configs, simulate([f for _, f in configs.values()], cpus=2)))
+    for method, (local_cfg, _) in configs.items():
+        if method == broken_method:
+            continue
+        local = LocalRuntime(local_cfg).run()
+        assert len(set(flower[method]["models_per_client"])) == 2  # the hetero mix
+        same_numbers(flower[method], local)
+        assert flower[method]["software"]["runtime"] == "flower"
+        assert local["software"]["runtime"] == "local" and flower[method]["software"]["flwr"]
+        # the run folder holds what a local run's does, but no checkpoint to resume from
+        assert (tmp_path / f"{method}-flower" / "metrics.jsonl").read_text() == \
+            (tmp_path / f"{method}-local" / "metrics.jsonl").read_text()
+        assert not (tmp_path / f"{method}-flower" / "checkpoint").exists()
+    errors = json.loads((tmp_path / f"{broken_method}-flower" / "errors.json").read_text())
+    errors = errors["client_errors"]
+    assert [(e["client"], e["round"]) for e in errors] == [(3, 0), (3, 1)]
+    assert all("Traceback (most recent call last)" in e["traceback"]
+               and "client 3 has a broken adapter" in e["traceback"] for e in errors)
+    assert "client 3 has a broken adapter" in caplog.text
+    assert flower[broken_method]["metrics"]["self_a_last"] >= 0
 
 
 @pytest.mark.slow
@@ -98,18 +121,6 @@ def test_a_failing_client_stops_the_run_with_its_traceback(data, tmp_path, broke
     for where in (text, caplog.text):
         assert "Traceback (most recent call last)" in where
         assert "flower_methods.py" in where and "client 3 has a broken adapter" in where
-
-
-@pytest.mark.slow
-def test_a_failing_client_is_skipped_on_request(data, tmp_path, broken_method, caplog):
-    caplog.set_level(logging.ERROR, logger="drake.runtime")
-    out = tmp_path / "skip"
-    res = run_simulation(config(data, out, broken_method, on_client_error="skip"), cpus=2)
-    errors = json.loads((out / "errors.json").read_text())["client_errors"]
-    assert [(e["client"], e["round"]) for e in errors] == [(3, 0), (3, 1)]
-    assert all("client 3 has a broken adapter" in e["traceback"] for e in errors)
-    assert "client 3 has a broken adapter" in caplog.text
-    assert res["metrics"]["self_a_last"] >= 0
 
 
 def test_nodes_serve_the_clients_their_config_names():
@@ -132,31 +143,29 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_two_supernodes_on_loopback_give_the_local_numbers(two_clients, tmp_path):
-    """A SuperLink and two SuperNodes (one client each), 2 rounds of fedavg through flwr run."""
+    """A SuperLink and two SuperNodes (one client each) started by the documented script,
+    2 rounds of fedavg submitted through flwr run: the local runtime's numbers."""
+    script = Path(__file__).resolve().parents[2] / "drake" / "runtime" / "flower_deploy.sh"
     bin_dir = Path(sys.executable).parent
     home = tmp_path / "flwr-home"
-    home.mkdir()
     link, nodes = _free_port(), [_free_port(), _free_port()]
-    (home / "config.toml").write_text(
-        f'[superlink]\ndefault = "loopback"\n\n[superlink.loopback]\n'
-        f'address = "127.0.0.1:{link}"\ninsecure = true\n')
     env = {**os.environ, "FLWR_HOME": str(home), "FLWR_TELEMETRY_ENABLED": "0",
            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    logs = []
+    subprocess.run(["bash", str(script), "connect", "loopback", f"127.0.0.1:{link}"],
+                   env=env, check=True, capture_output=True)
+    assert 'insecure = true' in (home / "config.toml").read_text()
+    logs, procs = [], []
 
     def start(*args):
         log = open(tmp_path / f"{args[0]}-{len(logs)}.log", "w")  # noqa: SIM115
         logs.append(log)
-        return subprocess.Popen([str(bin_dir / args[0]), *args[1:]], env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
+        procs.append(subprocess.Popen(["bash", str(script), *args], env=env, stdout=log,
+                                      stderr=subprocess.STDOUT))
 
-    procs = [start("flower-superlink", "--insecure", "--host", "127.0.0.1", "--port",
-                   str(link), "--disable-runtime-dependency-installation")]
+    start("superlink", f"127.0.0.1:{link}")
     try:
         for k, port in enumerate(nodes):
-            procs.append(start("flower-supernode", "--insecure", "--superlink",
-                               f"127.0.0.1:{link}", "--node-config", f"client-ids='{k}'",
-                               "--port", str(port)))
+            start("supernode", f"127.0.0.1:{link}", str(k), str(two_clients), str(port))
         cfg = config(two_clients, tmp_path / "deployed", scenario="two", rounds=2,
                      eval_per_task=8, eval_every=2)
         old = {k: os.environ.get(k) for k in ("FLWR_HOME", "FLWR_TELEMETRY_ENABLED")}
@@ -198,6 +207,7 @@ def test_payloads_and_client_records_survive_the_wire():
     from drake.runtime.client import ClientRecord
     from drake.runtime.flower import (
         _load_record,
+        _slot,
         _store_record,
         payload_records,
         records_payload,
@@ -225,9 +235,12 @@ def test_payloads_and_client_records_survive_the_wire():
                                            "params": [0]}]}},
         state={"grad_avg": torch.arange(3.0)})
     context = Context(run_id=1, node_id=7, node_config={}, state=RecordDict(), run_config={})
-    assert torch.equal(_load_record(Engine, context, 4).adapters["local"]["w"], torch.zeros(2))
-    _store_record(context, 4, record)
-    again = _load_record(Engine, context, 4)
+    slot = _slot('{"a": 1}', 4)
+    assert slot != _slot('{"a": 2}', 4)  # another run's records are never this one's
+    assert torch.equal(_load_record(Engine, context, 4, slot).adapters["local"]["w"],
+                       torch.zeros(2))
+    _store_record(context, slot, record)
+    again = _load_record(Engine, context, 4, slot)
     assert torch.equal(again.adapters["local"]["w"], record.adapters["local"]["w"])
     assert torch.equal(again.state["grad_avg"], record.state["grad_avg"])
     step = again.optim["local"]["state"][0]
