@@ -11,8 +11,12 @@ process. Prints, from this one run:
 * peak RSS of the command's whole process tree (Ray's workers included), sampled every 0.2 s;
 
 and the Flower / local ratio of each, after checking that both runs gave the same metrics.
+With --deployment it also runs the federation on a SuperLink and two SuperNodes on loopback
+(drake/runtime/flower_deploy.sh; each serves half the clients), its memory summed over the
+SuperLink, the SuperNodes and the submitting command.
 
     python benchmarks/runtime_vs_flower.py [--rounds 3] [--method fedavg] [--out DIR]
+                                           [--deployment]
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -52,15 +58,18 @@ def _tree_rss_mb(root: int) -> float:
     return total / 1024
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
-    """Run ``cmd``; return (wall seconds, peak RSS MB of its process tree)."""
+def measure(cmd: list[str], also: Sequence[int] = (), env: dict[str, str] | None = None
+            ) -> tuple[float, float]:
+    """Run ``cmd``; return (wall seconds, peak RSS MB of its process tree and the trees of the
+    processes ``also`` names)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
     peak = [0.0]
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
+            peak[0] = max(peak[0], sum(_tree_rss_mb(pid) for pid in (proc.pid, *also)))
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -73,12 +82,38 @@ def measure(cmd: list[str]) -> tuple[float, float]:
     return wall, peak[0]
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def deployment(data: Path, num_clients: int, work: Path):
+    """Start a SuperLink and two SuperNodes on loopback with the deploy script; return the
+    environment that reaches them (FLWR_HOME), their processes and the connection name."""
+    script = Path(__file__).resolve().parents[1] / "drake" / "runtime" / "flower_deploy.sh"
+    env = {**os.environ, "FLWR_HOME": str(work / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    link = f"127.0.0.1:{_free_port()}"
+    subprocess.run(["bash", str(script), "connect", "bench", link], env=env, check=True,
+                   capture_output=True)
+    halves = [",".join(map(str, range(k, num_clients, 2))) for k in (0, 1)]
+    procs = [subprocess.Popen(["bash", str(script), *args], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+             for args in (["superlink", link],
+                          *(["supernode", link, ids, str(data), str(_free_port())]
+                            for ids in halves))]
+    return env, procs, "bench"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--method", default="fedavg")
     parser.add_argument("--out", default=None, help="keep the build and runs here")
+    parser.add_argument("--deployment", action="store_true",
+                        help="also run on a loopback SuperLink with two SuperNodes")
     args = parser.parse_args()
     from drake.build import build
     from drake.quickstart import QUICKSTART
@@ -93,25 +128,40 @@ def main() -> None:
         settings[settings.index("--rounds") + 1] = str(args.rounds)
         drake = str(Path(sys.executable).with_name("drake"))
         rows = {}
-        for runtime in ("local", "flower"):
+        for runtime in ("local", "flower") + (("deployment",) if args.deployment else ()):
             run = out / f"{args.method}-{runtime}"
             cmd = [drake, "eval", "--method", args.method, "--data", str(data), *settings,
-                   "--runtime", runtime, "--out", str(run)]
-            wall, peak = measure(cmd)
+                   "--runtime", "local" if runtime == "local" else "flower", "--out", str(run)]
+            if runtime == "deployment":
+                clients = json.loads((data / "manifest.json").read_text())["partitions"][
+                    settings[settings.index("--scenario") + 1]]["clients"]
+                env, procs, name = deployment(data, int(clients), out)
+                try:
+                    wall, peak = measure([*cmd, "--superlink", name],
+                                         also=[p.pid for p in procs], env=env)
+                finally:
+                    for proc in procs:
+                        proc.terminate()
+                        proc.wait(timeout=30)
+            else:
+                wall, peak = measure(cmd)
             res = json.loads((run / "results.json").read_text())
             rows[runtime] = {"per_round_s": res["cost"]["wall_time_s"] / args.rounds,
                              "wall_s": wall, "peak_rss_mb": peak, "metrics": res["metrics"]}
-        same = all(abs(rows["local"]["metrics"][k] - rows["flower"]["metrics"][k]) < 1e-9
-                   for k in rows["local"]["metrics"])
+        same = all(abs(rows["local"]["metrics"][k] - r["metrics"][k]) < 1e-9
+                   for r in rows.values() for k in rows["local"]["metrics"])
         print(f"drake-synth small, {args.method}, quickstart settings, {args.rounds} rounds, "
-              f"{os.cpu_count()} cores; same metrics on both runtimes: {same}")
-        print(f"{'runtime':8} {'s/round':>8} {'wall s':>8} {'peak RSS MB':>12}")
+              f"{os.cpu_count()} cores; same metrics on every runtime: {same}")
+        print(f"{'runtime':18} {'s/round':>8} {'wall s':>8} {'peak RSS MB':>12}")
         for runtime, r in rows.items():
-            print(f"{runtime:8} {r['per_round_s']:>8.1f} {r['wall_s']:>8.1f} "
+            print(f"{runtime:18} {r['per_round_s']:>8.1f} {r['wall_s']:>8.1f} "
                   f"{r['peak_rss_mb']:>12.0f}")
-        lo, fl = rows["local"], rows["flower"]
-        print(f"{'flower/local':8} {fl['per_round_s'] / lo['per_round_s']:>7.2f}x "
-              f"{fl['wall_s'] / lo['wall_s']:>7.2f}x {fl['peak_rss_mb'] / lo['peak_rss_mb']:>11.2f}x")
+        lo = rows["local"]
+        for runtime, r in rows.items():
+            if runtime != "local":
+                print(f"{runtime + '/local':18} {r['per_round_s'] / lo['per_round_s']:>7.2f}x "
+                      f"{r['wall_s'] / lo['wall_s']:>7.2f}x "
+                      f"{r['peak_rss_mb'] / lo['peak_rss_mb']:>11.2f}x")
         print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "metrics"}
                           for k, v in rows.items()}))
         if not same:

@@ -80,7 +80,7 @@ def test_simulation_gives_the_local_numbers(data, tmp_path, broken_method, caplo
     on request with its traceback in errors.json and the server log. One simulated federation
     serves the four runs one after the other (Ray starts once)."""
     caplog.set_level(logging.ERROR, logger="drake.runtime")
-    runs = [("fedavg", {}, {}), ("ditto", {}, {}), ("fedmosaic", {"align_samples": 16}, {}),
+    runs = [("fedavg", {}, {}), ("ditto", {}, {}), ("fedmosaic", {"align_samples": 8}, {}),
             (broken_method, {}, {"on_client_error": "skip"})]
     configs = {}
     for method, hparams, extra in runs:

@@ -24,7 +24,7 @@ def data(tmp_path_factory):
 
 def config(data, out, method="fedavg", **kw):
     base = dict(data=str(data), scenario="dynamic", method=method, out=str(out), seed=0,
-                rounds=3, local_steps=2, batch_size=2, eval_per_task=2, pretrained=False,
+                rounds=3, local_steps=2, batch_size=2, eval_per_task=1, pretrained=False,
                 mc_scoring="loglik")
     base.update(kw)
     return RunConfig(**base)
