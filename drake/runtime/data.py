@@ -188,8 +188,11 @@ class FederatedData:
             raise DataError(f"{self.root} holds no sample {missing[0]!r} ({len(missing)} "
                             f"missing); the node's build must be the server's (same "
                             f"manifest)")
-        return [self.rows.get([sid])[0] if sid in self.rows else self._unseen.get([sid])[0]
-                for sid in ids]
+        here = [sid for sid in ids if sid in self.rows]
+        there = [sid for sid in ids if sid not in self.rows]
+        found = dict(zip(here, self.rows.get(here)))
+        found.update(zip(there, self._unseen.get(there)))
+        return [found[sid] for sid in ids]
 
     def training_samples(self, ids: Sequence[str]) -> list[Mapping[str, Any]]:
         """Training rows as a client sees them in a missing-modality scenario (the partition's

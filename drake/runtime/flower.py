@@ -43,6 +43,9 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -134,6 +137,11 @@ def payload_records(payload: Payload, prefix: str) -> dict[str, Any]:
     return records
 
 
+def message_records(message: Payload | None) -> dict[str, Any]:
+    """A client's pending message as the records of a request (none when there is none)."""
+    return payload_records(message, "message") if message is not None else {}
+
+
 def records_payload(content: RecordDict, prefix: str) -> Payload | None:
     """The :class:`Payload` :func:`payload_records` wrote under ``prefix`` (None if absent)."""
     if prefix not in content:
@@ -221,10 +229,13 @@ class FlowerRuntime(LocalRuntime):
         return {int(reply.metadata.group_id.split("/")[1]): reply for reply in
                 self.grid.send_and_receive(messages, timeout=self.reply_timeout)}
 
-    def _failure(self, c: int, reply: Message | None) -> ClientRaised:
+    def _failure(self, c: int, reply: Message | None) -> ClientRaised | None:
+        """What went wrong with client ``c``'s reply (None: nothing)."""
         if reply is None:
             return ClientRaised(f"client {c} sent no reply within {self.reply_timeout} s",
                                 "")
+        if not reply.has_error():
+            return None
         reason = reply.error.reason or ""
         last = reason.strip().splitlines()[-1] if reason.strip() else f"code {reply.error.code}"
         return ClientRaised(last, reason)
@@ -240,17 +251,16 @@ class FlowerRuntime(LocalRuntime):
         for c in sampled:
             if not self.data.streams[c].seen(r):  # no data yet: it sits the round out
                 continue
-            message = pending.pop(c, None)
-            requests[c] = payload_records(message, "message") if message is not None else {}
+            requests[c] = message_records(pending.pop(c, None))
         replies = self._exchange(MessageType.TRAIN, requests, r) if requests else {}
         uploads: dict[int, Payload] = {}
         for done, c in enumerate(sampled, 1):
-            reply = replies.get(c)
-            if c in requests and (reply is None or reply.has_error()):
-                exc = self._failure(c, reply)
-                self._client_failed(errors, r, c, exc, detail=exc.traceback)
-            elif reply is not None:
-                uploads[c] = records_payload(reply.content, "upload")
+            if c in requests:
+                exc = self._failure(c, replies.get(c))
+                if exc is not None:
+                    self._client_failed(errors, r, c, exc, detail=exc.traceback)
+                else:
+                    uploads[c] = records_payload(replies[c].content, "upload")
             self._client_done("train", r, done, len(sampled))
         return uploads
 
@@ -260,14 +270,12 @@ class FlowerRuntime(LocalRuntime):
         if not samples:
             return []
         refs = [{"id": s["id"], "choices": list(s.get("choices") or [])} for s in samples]
-        records: dict[str, Any] = {KEY: ConfigRecord({"samples": json.dumps(refs),
-                                                      "loglik": loglik, "batch": batch})}
-        message = self._eval_pending.get(c)
-        if message is not None:
-            records.update(payload_records(message, "message"))
+        records = {KEY: ConfigRecord({"samples": json.dumps(refs), "loglik": loglik,
+                                      "batch": batch}),
+                   **message_records(self._eval_pending.get(c))}
         reply = self._exchange(PREDICT, {c: records}, round_).get(c)
-        if reply is None or reply.has_error():
-            exc = self._failure(c, reply)
+        exc = self._failure(c, reply)
+        if exc is not None:
             raise DrakeError(f"client {c} failed to answer at round {round_}: {exc}\n"
                              f"the client's traceback:\n{exc.traceback}")
         return json.loads(reply.content[KEY]["predictions"])
@@ -276,15 +284,11 @@ class FlowerRuntime(LocalRuntime):
         last = self.rounds - 1
         n = self.data.num_clients
         self._client_done("post_fl", last, 0, n)
-        requests = {}
-        for c in range(n):
-            message = st.pending.pop(c, None)
-            requests[c] = payload_records(message, "message") if message is not None else {}
+        requests = {c: message_records(st.pending.pop(c, None)) for c in range(n)}
         replies = self._exchange(POST_FL, requests, last)
         for c in range(n):
-            reply = replies.get(c)
-            if reply is None or reply.has_error():
-                exc = self._failure(c, reply)
+            exc = self._failure(c, replies.get(c))
+            if exc is not None:
                 self._client_failed(st.errors, last, c, exc, stage="post_fl",
                                     detail=exc.traceback)
             self._client_done("post_fl", last, c + 1, n)
@@ -568,10 +572,6 @@ def run_deployment(config: RunConfig, superlink: str, *, flwr: str | None = None
     where that folder is readable (the SuperLink's machine, or a shared disk). SuperNodes
     must already serve every client (``--node-config "client-ids='...'"``).
     """
-    import shutil
-    import subprocess
-    import sys
-
     out = Path(config.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / "config.json"

@@ -202,7 +202,7 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
         "software": {"package_version": __version__, "git_hash": _git_hash(),
                      "python": platform.python_version(), "torch": torch.__version__,
                      "transformers": transformers.__version__,
-                     "runtime": getattr(runtime, "runtime_name", "local")},
+                     "runtime": runtime.runtime_name},
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     if result["software"]["runtime"] == "flower":
