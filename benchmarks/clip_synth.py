@@ -9,17 +9,19 @@ domains with each domain's (by-domain), plus the wall time of a run.
 The budget is a CPU one (``--rounds``, ``--local-steps``, ``--batch-size``); pFedMMA's own is
 100 rounds of one local epoch (``--preset paper``). Each method trains with its own optimiser
 at the learning rate of :data:`CPU_LRS`, chosen for this budget on a validation build (a
-synth-cls build of another seed, whose rows no calibration build shares: ``--data`` that build,
-``--lr`` per method), never on the calibration build's test rows; ``--paper-lrs`` trains at the
-methods' own paper rates instead (times ``--lr-scale``). The prompt learners start from CoOp's
-``"a photo of a"`` context (``--ctx-init ""``: the papers' 16 random vectors, which do not
-recover the zero-shot accuracy within a CPU budget). ``--model-cache`` runs on tiny-clip
-weights other than the shipped ones; ``--jobs`` runs that many at once. The settings go into
-each run's ``config.json``.
+synth-cls build of another seed, whose rows no calibration build shares), never on the
+calibration build's test rows: ``--validate BUILD`` first runs every trained method there at
+its rate times each ``--lr-grid`` factor and keeps the best base-to-novel HM, and the JSON
+records every candidate's. ``--paper-lrs`` trains at the methods' own paper rates instead
+(times ``--lr-scale``). The prompt learners start from CoOp's ``"a photo of a"`` context
+(``--ctx-init ""``: the papers' 16 random vectors, which do not recover the zero-shot accuracy
+within a CPU budget). ``--model-cache`` runs on tiny-clip weights other than the shipped ones;
+``--jobs`` runs that many at once. The settings go into each run's ``config.json``.
 
     python benchmarks/clip_synth.py --data DIR [--seeds 0 1 2] [--methods ...]
         [--scenarios base2novel by-domain] [--out runs-clip-synth] [--json table.json]
         [--jobs N] [--model-cache DIR] [--lr METHOD=LR ...] [--paper-lrs]
+        [--validate BUILD [--lr-grid F ...]]
 """
 
 from __future__ import annotations
@@ -45,13 +47,12 @@ SECONDS = {"clip-lora": 5, "pfedmoap": 3, "pfedmma": 3, "fedotp": 3, "fedpgp": 2
            "promptfl": 2, "clip-adapter": 1.5, "clip-zeroshot": 0.5}
 #: learning rates at this script's default budget, each the best base-to-novel HM on a
 #: validation build (``drake build --benchmark synth-cls --seed 1``, seed-0 runs, every test
-#: row, the shipped tiny-clip) of the candidates tried; the zero-shot model trains nothing (its
-#: run still needs a positive rate). HM per candidate: promptfl 2e-3 42.7 (zero-shot 41.8);
-#: fedpgp 1e-3 43.2, 1e-2 45.8; fedotp 2e-3 28.9, 2e-2 31.9; pfedmoap 2e-3 30.8, 2e-2 16.9;
-#: clip-adapter 5e-2 42.4, 5e-1 46.8; pfedmma 5e-2 44.3, 5e-1 1.7 (diverges); clip-lora 3e-3
-#: 46.4, 1e-2 50.0, 3e-2 53.8.
-CPU_LRS = {"clip-zeroshot": 1e-3, "promptfl": 2e-3, "fedpgp": 1e-2, "fedotp": 2e-2,
-           "pfedmoap": 2e-3, "clip-adapter": 5e-1, "clip-lora": 3e-2, "pfedmma": 5e-2}
+#: row, the shipped tiny-clip) of the previous rates times 1/3, 1 and 3: ``--validate`` chose
+#: them, and drake/synth/clip_calibration.json records every candidate's HM (``lr_choice``).
+#: The zero-shot model trains nothing (its run still needs a positive rate).
+CPU_LRS = {"clip-zeroshot": 1e-3, "promptfl": 0.006, "fedpgp": 0.00333333, "fedotp": 0.06,
+           "pfedmoap": 0.000666667, "clip-adapter": 0.5, "clip-lora": 0.03,
+           "pfedmma": 0.0166667}
 
 
 def method_lr(name: str) -> float:
@@ -76,9 +77,9 @@ def learning_rates(args) -> dict[str, float]:
     return out
 
 
-def command(args, method: str, scenario: str, seed: int, out: Path) -> list[str]:
-    lr = args.lrs[method]
-    cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
+def command(args, method: str, scenario: str, seed: int, out: Path, data: str, lr: float
+            ) -> list[str]:
+    cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", data,
            "--scenario", scenario, "--seed", str(seed), "--rounds", str(args.rounds),
            "--local-steps", str(args.local_steps), "--batch-size", str(args.batch_size),
            "--lr", f"{lr:g}", "--eval-per-task", str(args.eval_per_task),
@@ -92,18 +93,41 @@ def command(args, method: str, scenario: str, seed: int, out: Path) -> list[str]
     return cmd
 
 
-def run(args, method: str, scenario: str, seed: int) -> dict:
-    out = Path(args.out) / scenario / method / f"seed-{seed}"
+def run(args, method: str, scenario: str, seed: int, lr: float | None = None) -> dict:
+    """One run's metrics and wall time: on ``--data`` at the method's chosen rate, or (``lr``
+    given) a validation run on ``--validate`` at that rate."""
+    if lr is None:
+        out, data, lr = Path(args.out) / scenario / method / f"seed-{seed}", args.data, \
+            args.lrs[method]
+    else:
+        out, data = Path(args.out) / "validation" / method / f"lr-{lr:g}", args.validate
     results = out / "results.json"
     if not results.exists():
         start = time.perf_counter()
-        subprocess.run(command(args, method, scenario, seed, out), check=True,
+        subprocess.run(command(args, method, scenario, seed, out, data, lr), check=True,
                        stdout=subprocess.DEVNULL)
         (out / "wall_s.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
     row = json.loads(results.read_text())["metrics"]
     wall = out / "wall_s.txt"
     row["wall_s"] = float(wall.read_text()) if wall.exists() else float("nan")
     return row
+
+
+def choose_lrs(args, pool) -> dict[str, dict[str, float]]:
+    """``--validate``: each trained method's base-to-novel HM on the validation build (seed 0)
+    at its rate times each ``--lr-grid`` factor; ``args.lrs`` becomes each method's best (ties:
+    the smaller rate). Returns the HM of every candidate."""
+    cells = [(m, args.lrs[m] * f) for m in args.methods if m != "clip-zeroshot"
+             for f in args.lr_grid]
+    cells.sort(key=lambda c: -SECONDS.get(c[0], 1))
+    hms = dict(zip(cells, pool.map(lambda c: run(args, c[0], "base2novel", 0, c[1])["hm"],
+                                   cells)))
+    tried: dict[str, dict[str, float]] = {}
+    for (m, lr), hm in sorted(hms.items()):
+        tried.setdefault(m, {})[f"{lr:g}"] = round(hm, 2)
+    for m, by_lr in tried.items():
+        args.lrs[m] = float(max(by_lr, key=lambda lr: (by_lr[lr], -float(lr))))
+    return tried
 
 
 def _describe(data: Path) -> dict:
@@ -126,7 +150,7 @@ def _method_lr(text: str) -> tuple[str, float]:
 
 
 def _weights(cache: str | None) -> dict:
-    """What tiny-clip's text side was: the pretraining report of the weights the runs loaded,
+    """What tiny-clip was: the pretraining report of the weights the runs loaded,
     and the library versions and machine of the runs."""
     import torch
     import transformers
@@ -139,6 +163,7 @@ def _weights(cache: str | None) -> dict:
     return {"weights_sha256": report["weights_sha256"],
             "objective": report.get("objective", "classes"),
             "held_out_accuracy": report["held_out_accuracy"],
+            "tower_held_out_accuracy": report.get("tower_held_out_accuracy"),
             "torch": torch.__version__, "transformers": transformers.__version__,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
 
@@ -179,6 +204,12 @@ def main() -> None:
     ap.add_argument("--ctx-init", default="a photo of a")
     ap.add_argument("--model-cache", default=None,
                     help="model cache holding tiny-clip (default: the shipped weights)")
+    ap.add_argument("--validate", default=None, metavar="BUILD",
+                    help="choose each method's rate first: base-to-novel HM on this validation "
+                    "build (another seed's synth-cls, seed-0 runs) at its rate times each "
+                    "--lr-grid factor")
+    ap.add_argument("--lr-grid", type=float, nargs="+", default=[1 / 3, 1, 3],
+                    help="factors of --validate (default 1/3 1 3)")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     ap.add_argument("--out", default="runs-clip-synth")
     ap.add_argument("--json", default=None, help="also write every run's metrics here")
@@ -191,6 +222,11 @@ def main() -> None:
     order = sorted(cells, key=lambda c: -SECONDS.get(c[0], 1) * (2 if c[1] == "base2novel"
                                                                  else 1))
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        tried = choose_lrs(args, pool) if args.validate else None
+        if tried:
+            print("learning rates chosen on the validation build (base-to-novel HM per rate): "
+                  + "; ".join(f"{m} {args.lrs[m]:g} of {by_lr}" for m, by_lr in tried.items()),
+                  flush=True)
         done = dict(zip(order, pool.map(lambda c: run(args, *c), order)))
     everything = {}
     for scenario in args.scenarios:
@@ -204,6 +240,9 @@ def main() -> None:
         settings = {k: getattr(args, k) for k in ("seeds", "rounds", "local_steps", "batch_size",
                                                   "eval_per_task", "ctx_init")}
         settings["lrs"] = args.lrs
+        if tried:
+            settings["lr_choice"] = {"validation": _describe(Path(args.validate)),
+                                     "hm_by_lr": tried}
         settings["paper_lrs"] = args.paper_lrs
         settings["data"] = _describe(Path(args.data))
         settings["weights"] = _weights(args.model_cache)

@@ -185,15 +185,23 @@ def clip_calibration_table(path: Path = CLIP_CALIBRATION_FILE) -> str:
         f"Measured with `python benchmarks/clip_synth.py --data <build> --json "
         f"drake/synth/clip_calibration.json` on a {data['benchmark']} build (seed "
         f"{data['seed']}: {data['rows']['train']:,} train and {data['rows']['test']:,} test rows, "
-        f"{data['classes']} classes) with `tiny-clip` (text side pretrained on the "
+        f"{data['classes']} classes) with `tiny-clip` (pretrained on the "
         f"{weights['objective']} objective, sha256 {weights['weights_sha256'][:12]}, held-out "
-        f"zero-shot {weights['held_out_accuracy']:.1f}% over all classes): {st['rounds']} "
+        f"zero-shot {weights['held_out_accuracy']:.1f}% over all classes"
+        + (f"; its image tower's last stage trained too, where a fully aligned text side reaches "
+           f"{weights['tower_held_out_accuracy']:.1f}%"
+           if weights.get("tower_held_out_accuracy") is not None else "")
+        + f"): {st['rounds']} "
         f"rounds of {st['local_steps']} local steps of {st['batch_size']}, every client every "
         f"round, {rows_per_set} per scored set, seeds {', '.join(map(str, st['seeds']))}; "
         + ("each method at its own paper's learning rate" if st["paper_lrs"] else
            "each method with its own optimiser at the learning rate chosen for this budget on "
            "a validation build of another seed")
-        + f" ({lrs}), the prompt learners from CoOp's \"{st['ctx_init']}\" context. Mean ± std "
+        + f" ({lrs}"
+        + ("; base-to-novel HM per rate tried: " + "; ".join(
+            f"{m} " + ", ".join(f"{lr} {hm:.1f}" for lr, hm in by_lr.items())
+            for m, by_lr in st["lr_choice"]["hm_by_lr"].items()) if st.get("lr_choice") else "")
+        + f"), the prompt learners from CoOp's \"{st['ctx_init']}\" context. Mean ± std "
         f"over seeds (torch {weights['torch']}, transformers {weights['transformers']}, "
         f"{weights['machine']}). A CPU budget: pFedMMA's own is 100 rounds of one local epoch "
         "(`--preset paper`)."]

@@ -1,5 +1,5 @@
-"""tiny-clip's text-side pretraining (drake.models.clip_pretrain): deterministic bytes, what it
-loads from, what the shipped file is, and that it classifies far above chance."""
+"""tiny-clip's pretraining (drake.models.clip_pretrain): deterministic bytes, what each stage
+trains, what it loads from, what the shipped file is, and that it classifies far above chance."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from safetensors.torch import load_file
 from drake.models import ModelLoadError, ModelNotPretrained, clip_pretrain, load_model
 from drake.models import shipped as shipped_module
 from drake.models.clip import CLASS_TEMPLATE
-from drake.models.clip_pretrain import pretrain_clip, text_side_state
+from drake.models.clip_pretrain import pretrain_clip, pretrained_state
 from drake.models.shipped import SHIPPED_ROOT, SHIPPED_SHA256
 
-SMALL = {"pictures": 96, "steps": 8, "batch_size": 16}
+SMALL = {"pictures": 96, "steps": 8, "tower_steps": 4, "batch_size": 16}
 
 
 def test_same_seed_same_bytes_and_a_report_of_what_ran(tmp_path):
@@ -27,12 +27,17 @@ def test_same_seed_same_bytes_and_a_report_of_what_ran(tmp_path):
     one, two = (f / "model.safetensors" for f in (first, second))
     assert one.read_bytes() == two.read_bytes()
     report = json.loads((first / "pretrain_report.json").read_text())
-    assert (report["pictures"], report["steps"], report["classes"]) == (96, 8, 192)
+    assert (report["pictures"], report["steps"], report["tower_steps"], report["classes"]) == (
+        96, 8, 4, 192)
+    assert report["tower_stages"] == 1 and report["tower_held_out_accuracy"] is not None
     assert set(report["held_out_accuracy_by_domain"]) == {
         "plain", "noise", "stripes", "gradient", "sketch", "texture"}
     assert report["held_out_pictures"] == 192 * 6
-    # only the text side is saved: the image tower is the shipped tiny LLaVA tower's
-    assert not any(k.startswith("vision.") for k in load_file(str(one)))
+    # the text side and the tower's last stage are saved; the rest of the tower is the shipped
+    # tiny LLaVA tower's
+    tower = {k for k in load_file(str(one)) if k.startswith("vision.")}
+    assert tower and all(k.startswith(("vision.encoder.layers.3.", "vision.layernorm."))
+                         for k in tower)
     other = pretrain_clip(out_dir=tmp_path / "c", seed=1, **SMALL)
     assert (other / "model.safetensors").read_bytes() != one.read_bytes()
 
@@ -40,14 +45,14 @@ def test_same_seed_same_bytes_and_a_report_of_what_ran(tmp_path):
 def test_load_model_reads_the_cache_then_the_shipped_file(tmp_path, monkeypatch):
     folder = pretrain_clip(out_dir=tmp_path, **SMALL)
     saved = load_file(str(folder / "model.safetensors"))
-    cached = text_side_state(load_model("tiny-clip", cache_dir=tmp_path)._core())
+    cached = pretrained_state(load_model("tiny-clip", cache_dir=tmp_path)._core())
     assert saved.keys() == cached.keys()
     assert all(torch.equal(saved[k], cached[k]) for k in saved)
     monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "empty"))
     shipped = load_file(str(SHIPPED_ROOT / "tiny-clip" / "model.safetensors"))
-    default = text_side_state(load_model("tiny-clip")._core())
+    default = pretrained_state(load_model("tiny-clip")._core())
     assert all(torch.equal(shipped[k], default[k]) for k in shipped)
-    untrained = text_side_state(load_model("tiny-clip", pretrained=False)._core())
+    untrained = pretrained_state(load_model("tiny-clip", pretrained=False)._core())
     assert not torch.equal(untrained["text_projection.weight"], default["text_projection.weight"])
 
 
@@ -73,18 +78,20 @@ def test_a_tampered_shipped_text_side_is_refused(tmp_path, monkeypatch):
 def test_the_shipped_file_is_the_default_run_and_classifies_far_above_chance():
     """Its report names the defaults and seed 0; on one synth-cls test picture of each of the
     192 classes (a build's rows, never seen in pretraining) the shipped model is right on far
-    more than chance's 0.5 % (the report's held-out figure is 45.0 % over 1152 pictures)."""
+    more than chance's 0.5 % (the report has the held-out figure over 1152 pictures)."""
     from drake.synth.catalog import generate_sample
     from drake.synth.extra import CLS_CLASSES
 
     report = json.loads((SHIPPED_ROOT / "tiny-clip" / "pretrain_report.json").read_text())
     assert report["weights_sha256"] == SHIPPED_SHA256["tiny-clip"]
     assert (report["pictures"], report["steps"], report["batch_size"], report["lr"],
-            report["seed"], report["objective"]) == (clip_pretrain.DEFAULT_CLIP_PICTURES,
-                                                     clip_pretrain.DEFAULT_CLIP_STEPS,
-                                                     clip_pretrain.DEFAULT_CLIP_BATCH_SIZE,
-                                                     clip_pretrain.DEFAULT_CLIP_LR, 0,
-                                                     "captions")
+            report["seed"], report["objective"], report["tower_steps"]) == (
+        clip_pretrain.DEFAULT_CLIP_PICTURES, clip_pretrain.DEFAULT_CLIP_STEPS,
+        clip_pretrain.DEFAULT_CLIP_BATCH_SIZE, clip_pretrain.DEFAULT_CLIP_LR, 0, "captions",
+        clip_pretrain.DEFAULT_CLIP_TOWER_STEPS)
+    # the features are rich (an aligned text side gets nearly every class) and the shipped text
+    # side leaves room below them
+    assert report["tower_held_out_accuracy"] > report["held_out_accuracy"] + 20
     bundle = load_model("tiny-clip")
     samples = [generate_sample("synth-cls", "test", i, 0) for i in range(192)]
     with torch.no_grad():
@@ -97,10 +104,11 @@ def test_cli_pretrains_tiny_clip_alone(tmp_path, capsys):
     from drake.cli import main
 
     argv = ["models", "pretrain", "--model", "tiny-clip", "--clip-steps", "3",
-            "--clip-pictures", "32", "--cache-dir", str(tmp_path)]
+            "--clip-tower-steps", "2", "--clip-pictures", "32", "--cache-dir", str(tmp_path)]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
-    assert "tiny-clip: 3 steps" in out and "differs from the shipped weights" in out
+    assert "tiny-clip: 2 tower + 3 text steps" in out and "a fully aligned text side" in out
+    assert "differs from the shipped weights" in out
     assert "(captions objective)" in out
     assert (tmp_path / "tiny-clip" / "model.safetensors").is_file()
     assert main([*argv, "--clip-objective", "classes"]) == 0, capsys.readouterr().err
@@ -148,3 +156,37 @@ def test_the_captions_objective_is_the_default_deterministic_and_its_own(tmp_pat
     assert json.loads((one / "pretrain_report.json").read_text())["objective"] == "captions"
     with pytest.raises(ValueError, match="objective must be one of classes, captions"):
         pretrain_clip(out_dir=tmp_path / "d", objective="prompts", **SMALL)
+
+
+@pytest.mark.parametrize("first", [0, 2, 3, 4])
+def test_the_tower_from_cached_states_is_the_swin_pooler(first):
+    """Stage 1 computes the stages before ``first`` once and runs the rest with gradients; the
+    two halves together are the Swin tower's own pooled output."""
+    bundle = load_model("tiny-clip")
+    vision = bundle._core().vision
+    pixels = torch.rand(3, 3, 48, 48)
+    states, dims = clip_pretrain.tower_inputs(vision, pixels, first)
+    with torch.no_grad():
+        got = clip_pretrain.tower_pooled(vision, states, dims, first)
+        want = vision(pixel_values=pixels).pooler_output
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_stage_one_trains_the_last_swin_stage_only_and_zero_keeps_the_tower(tmp_path):
+    from drake.models.loading import _load_tiny_clip
+    from drake.models.zoo import get_info
+
+    shipped = _load_tiny_clip(get_info("tiny-clip"), None, True, 0, None, text=False)._core()
+    before = shipped.vision.state_dict()
+    trained = load_model("tiny-clip", cache_dir=pretrain_clip(out_dir=tmp_path / "a", **SMALL
+                                                              ).parent)._core()
+    after = trained.vision.state_dict()
+    moved = {k for k in before if not torch.equal(before[k], after[k])}
+    assert moved and all(k.startswith(("encoder.layers.3.", "layernorm.")) for k in moved)
+    kept = pretrain_clip(out_dir=tmp_path / "b", **{**SMALL, "tower_steps": 0})
+    report = json.loads((kept / "pretrain_report.json").read_text())
+    assert report["tower_stages"] == 0 and report["tower_held_out_accuracy"] is None
+    tower = load_model("tiny-clip", cache_dir=kept.parent)._core().vision.state_dict()
+    assert all(torch.equal(before[k], tower[k]) for k in before)
+    with pytest.raises(ValueError, match="tower_steps must be an integer >= 0"):
+        pretrain_clip(out_dir=tmp_path / "c", **{**SMALL, "tower_steps": -1})

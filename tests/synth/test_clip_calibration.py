@@ -33,17 +33,59 @@ def test_every_clip_method_and_scenario_is_measured_on_every_seed():
             assert all(0 <= v <= 100 for r in runs for k, v in r.items() if k != "wall_s")
 
 
-def test_recorded_learning_rates_are_the_scripts():
-    """A changed learning rate leaves the table describing other runs."""
+def _script():
     spec = importlib.util.spec_from_file_location("clip_synth", BENCHMARKS / "clip_synth.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
+    return script
+
+
+def test_recorded_learning_rates_are_the_scripts():
+    """A changed learning rate leaves the table describing other runs."""
+    script = _script()
     settings = _record()["settings"]
     for method, lr in settings["lrs"].items():
         own = inspect.signature(get_method(method).__init__).parameters["lr"].default
         want = (own or 1e-3) if settings["paper_lrs"] else script.CPU_LRS[method]
         assert lr == want, (f"{method}: measured at lr {lr}; re-run `python "
                             f"benchmarks/clip_synth.py --json drake/synth/clip_calibration.json`")
+
+
+def test_the_recorded_rates_are_the_validation_builds_best():
+    """Each trained method's rate is the best base-to-novel HM its validation runs recorded
+    (ties: the smaller rate), on a build of another seed than the table's."""
+    settings = _record()["settings"]
+    choice = settings["lr_choice"]
+    assert choice["validation"]["seed"] != settings["data"]["seed"]
+    assert set(choice["hm_by_lr"]) == set(settings["lrs"]) - {"clip-zeroshot"}
+    for method, by_lr in choice["hm_by_lr"].items():
+        best = max(by_lr, key=lambda lr: (by_lr[lr], -float(lr)))
+        assert float(best) == settings["lrs"][method], method
+
+
+def test_validate_keeps_each_methods_best_rate_and_the_smaller_on_a_tie():
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    script = _script()
+    hm = {("promptfl", 0.001): 50.0, ("promptfl", 0.003): 60.0, ("promptfl", 0.009): 55.0,
+          ("fedotp", 0.01): 70.0, ("fedotp", 0.03): 70.0, ("fedotp", 0.09): 10.0}
+    seen = []
+
+    def fake_run(args, method, scenario, seed, lr=None):
+        seen.append((method, scenario, seed))
+        return {"hm": hm[method, round(lr, 6)]}
+
+    script.run = fake_run
+    args = SimpleNamespace(methods=["clip-zeroshot", "promptfl", "fedotp"], lr_grid=[1 / 3, 1, 3],
+                           lrs={"clip-zeroshot": 1e-3, "promptfl": 0.003, "fedotp": 0.03})
+    with ThreadPoolExecutor(2) as pool:
+        tried = script.choose_lrs(args, pool)
+    assert args.lrs == {"clip-zeroshot": 1e-3, "promptfl": 0.003, "fedotp": 0.01}
+    assert tried["promptfl"] == {"0.001": 50.0, "0.003": 60.0, "0.009": 55.0}
+    # the zero-shot model is never validated; every run is base-to-novel, seed 0
+    assert {m for m, _, _ in seen} == {"promptfl", "fedotp"}
+    assert {(sc, s) for _, sc, s in seen} == {("base2novel", 0)}
 
 
 def test_recorded_weights_are_the_shipped_ones():
