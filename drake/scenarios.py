@@ -41,8 +41,9 @@ Rules for test rows
   §4.1's 11 random-size subsets, the last the global test set, whatever split a row is stored
   in.
 
-Samples a rule leaves out (unseen and public tasks, novel-class training samples, classes no
-client drew) are counted per split in the manifest as ``unassigned``, so counts reconcile.
+Samples a rule leaves out (unseen and public tasks, under every rule; novel-class training
+samples; classes no client drew) are counted per split in the manifest as ``unassigned``, so
+counts reconcile.
 """
 
 from __future__ import annotations
@@ -198,6 +199,13 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     want = ("id", "task", "label", "domain")
     train = read_columns(root, manifest, "train", want)
     test = read_columns(root, manifest, "test", want)
+    # unseen and public tasks are no client's under any rule: a rule that cuts by label,
+    # quantity or domain must not deal their rows out
+    held_back = list({*spec.unseen_tasks, *spec.public_tasks})
+    keep_train = ~train["task"].isin(held_back).to_numpy()
+    keep_test = ~test["task"].isin(held_back).to_numpy()
+    train = train[keep_train].reset_index(drop=True)
+    test = test[keep_test].reset_index(drop=True)
     if rule == "by_task":
         client_tasks = [list(c.tasks) for c in spec.clients]
         parts = P.by_task(train["task"].to_numpy(), client_tasks)
@@ -250,8 +258,8 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     elif rule == "dirichlet_hierarchical":
         pooled = np.concatenate([train["label"].to_numpy(np.int64),
                                  test["label"].to_numpy(np.int64)])
-        coarse = np.concatenate([_coarse(root, manifest, "train", scenario),
-                                 _coarse(root, manifest, "test", scenario)])
+        coarse = np.concatenate([_coarse(root, manifest, "train", scenario)[keep_train],
+                                 _coarse(root, manifest, "test", scenario)[keep_test]])
         parts = P.dirichlet_hierarchical(pooled, coarse, params["num_clients"],
                                          params["alpha_coarse"], params["alpha_fine"], seed=seed)
         n_train = len(train)

@@ -91,6 +91,30 @@ def test_drake_partition_adds_a_scenario_without_rebuilding(cls, tmp_path):
                                           params={"alpha": 0.05, "num_clients": 5}))
 
 
+def test_a_label_rule_never_deals_out_unseen_or_public_rows(synth, tmp_path):
+    """`drake partition --rule iid` on drake-synth cuts the clients' tasks only; the unseen and
+    public tasks' rows stay unassigned, and the counts say so."""
+    import shutil
+
+    spec = get_benchmark("drake-synth", size="tiny")
+    folder = shutil.copytree(synth, tmp_path / "s")
+    assert main(["partition", str(folder), "--scenario", "iid4", "--rule", "iid",
+                 "--param", "num_clients=4"]) == 0
+    assert verify(folder).ok
+    m = json.loads((folder / "manifest.json").read_text())
+    t = table(folder, "iid4")
+    held_back = {*spec.unseen_tasks, *spec.public_tasks}
+    for split in ("train", "test"):
+        rows = read_columns(folder, m, split, ("id", "task"))
+        task_of = dict(zip(rows.id, rows.task))
+        placed = t[t.split == split]
+        assert not {task_of[i] for i in placed.id} & held_back
+        clients = sum(task not in held_back for task in rows.task)
+        assert len(placed) == placed.id.nunique() == clients  # every client-task row, once
+        counts = m["partitions"]["iid4"]["counts"][split]
+        assert counts["assigned"] == clients and counts["unassigned"] == len(rows) - clients
+
+
 def test_scenario_tables_are_deterministic(synth, tmp_path):
     again = build(get_benchmark("drake-synth", size="tiny"), tmp_path, seed=3)
     for name in ("dynamic", "static"):
