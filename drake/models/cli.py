@@ -33,7 +33,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     for info in CLIP_ZOO.values():  # the classification protocols' kind
         table.add_row(info.name, info.hf_id or "-", "clip (classifier)", info.params,
                       str(info.size_rank), _lora_column(info),
-                      _offline(info, root, args.cache_dir, "text side pretrained in the cache"))
+                      _offline(info, root, args.cache_dir, "pretrained in the cache"))
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
         console = Console(width=200)

@@ -20,8 +20,9 @@ scaled cosine similarities, and the model's own way of tokenizing class prompts.
   (its pretrained weights are shipped with them) and a small CLIP text transformer, each followed
   by a linear projection into a shared 64-dimensional space. The text side pools the state of the
   end-of-sequence token, which :class:`TinyClip` finds itself: the drake tokenizer's ``</s>`` has
-  id 2, which ``CLIPTextModel``'s own pooling takes for the legacy "highest id" rule. Its text
-  side is pretrained to agree with the tower (:mod:`drake.models.clip_pretrain`, shipped).
+  id 2, which ``CLIPTextModel``'s own pooling takes for the legacy "highest id" rule. The
+  tower's last stage and the text side are pretrained (:mod:`drake.models.clip_pretrain`,
+  shipped).
 * ``clip-vit-b16`` and ``clip-vit-b32`` are :class:`HubClip`: OpenAI's pretrained
   ``transformers.CLIPModel`` from the Hub, its prompts tokenized by its own CLIP tokenizer
   (start and end tokens, at most 77 positions).

@@ -238,10 +238,11 @@ def _load_tiny(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
 def _load_tiny_clip(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
                     vocab: Sequence[str] | None, *, text: bool = True):
     """``tiny-clip``. With ``pretrained``: its image tower carries the shipped tiny LLaVA tower
-    and its tokenizer is theirs; its text side (text tower, projections, logit scale) is what
-    ``drake models pretrain --model tiny-clip`` wrote to the model cache ``root``, else (with no
-    ``root`` given) the shipped, sha256-pinned file. ``text=False`` keeps the text side at its
-    seeded random initialisation (what pretraining starts from)."""
+    and its tokenizer is theirs; then what ``drake models pretrain --model tiny-clip`` wrote to
+    the model cache ``root`` (else, with no ``root`` given, the shipped, sha256-pinned file)
+    replaces the text side (text tower, projections, logit scale) and the tower's last stage.
+    ``text=False`` keeps the text side at its seeded random initialisation and the tower the
+    LLaVA one (what pretraining starts from)."""
     from safetensors.torch import load_file
 
     from drake.models.clip import ClipBundle, build_tiny_clip
@@ -272,7 +273,7 @@ def _load_tiny_clip(info: ModelInfo, root: Path | None, pretrained: bool, seed: 
             path = shipped_folder(info.name) / WEIGHTS_FILE
         if not path.is_file():
             raise ModelNotPretrained(
-                f"{info.name} has no pretrained text side in {path.parent}; run `drake models "
+                f"{info.name} has no pretrained weights in {path.parent}; run `drake models "
                 f"pretrain --model {info.name}`" + (f" --cache-dir {Path(root)}" if root else "")
                 + (", or load it with cache_dir=None for the weights shipped with drake"
                    if root is not None else "") + ", or pass --untrained")

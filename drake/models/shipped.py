@@ -28,7 +28,8 @@ WEIGHTS_FILE = "model.safetensors"
 SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({
     "tiny-llava-llama": "a31d5cac94233c5e0d732e90cb36f6d39b19fc55388a50bbda0382c314f4ab27",
     "tiny-llava-qwen": "b232fe8f758edd7fe2ff543860bc2402d7547c2362a52cc7dc9a3dc5186b318f",
-    # the text side only (drake.models.clip_pretrain); the image tower is tiny-llava-llama's
+    # the text side and the image tower's last stage (drake.models.clip_pretrain); the rest of
+    # the tower is tiny-llava-llama's
     "tiny-clip": "f18239364712da1e47f0f062fd55716a15d06322241ac83241cd4d2e69afa7f8",
 })
 
