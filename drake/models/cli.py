@@ -198,7 +198,7 @@ def add_cli(subparsers: Any) -> None:
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
                        "and tiny-clip on synth-cls-style pictures, and cache them (offline; about "
-                       "two hours on two CPU cores, tiny-clip alone about seven minutes; the "
+                       "two hours on two CPU cores, tiny-clip alone about six and a half minutes; the "
                        "suite ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{', '.join(TINY_MODELS)} or tiny-clip, or all (default)")
