@@ -5,6 +5,7 @@ from baselines import (  # noqa: F401  (registration)
     clip_lora,
     ditto,
     fedavg,
+    feddat,
     feddpa,
     fedotp,
     fedpgp,

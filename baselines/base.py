@@ -96,6 +96,13 @@ class ClientHandle(Protocol):
         """LM loss with ``adapters`` active; gradients reach ``trainable`` (default: all of
         ``adapters``)."""
 
+    def logits(self, batch: Mapping[str, torch.Tensor], adapters: Sequence[str],
+               weights: Sequence[float] | None = None,
+               trainable: Sequence[str] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits, labels)`` of the batch's labelled positions with ``adapters`` active, as
+        :meth:`loss` scores them (a LLaVA model: each answer token's next-token logits; a CLIP
+        model: each image's class logits), for distillation between adapters."""
+
     def step(self, adapter: str | Sequence[str], loss: torch.Tensor,
              reset_to: Mapping[str, torch.Tensor] | None = None) -> None:
         """Backward ``loss`` and take one optimiser step on the adapter(s).

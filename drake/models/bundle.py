@@ -309,6 +309,13 @@ class ModelBundle:
         logits = head(hidden[mask]).float()
         return logits, labels[mask], rows
 
+    def label_logits(self, batch: Mapping[str, torch.Tensor]
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The next-token logits ``[T, V]`` of a train batch's labelled tokens (answer and eos,
+        every row's in order) and those tokens ``[T]``: what :meth:`loss` averages."""
+        logits, labels, _ = self._label_logits(batch)
+        return logits, labels
+
     def loss(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Mean token cross-entropy of the labelled tokens (answer and eos) of a train batch.
 

@@ -437,6 +437,11 @@ class ClipBundle:
         return {"samples": list(samples), "classes": list(classes), **self._texts(classes),
                 "labels": torch.tensor(labels, device=self.device)}
 
+    def label_logits(self, batch: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The class logits ``[N, K]`` of a train batch and each image's class index ``[N]``:
+        what :meth:`loss` scores."""
+        return self._logits(batch["samples"], batch["classes"], batch), batch["labels"]
+
     def loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
         """Cross-entropy of the class logits."""
         logits = self._logits(batch["samples"], batch["classes"], batch)

@@ -174,6 +174,13 @@ class RuntimeClient:
         self.bundle.model.train()
         return self.bundle.loss(batch)
 
+    def logits(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None,
+               trainable: Sequence[str] | None = None):
+        self.control.activate(adapters, weights,
+                              trainable=adapters if trainable is None else trainable)
+        self.bundle.model.train()
+        return self.bundle.label_logits(batch)
+
     def step(self, adapter, loss: torch.Tensor, reset_to=None) -> None:
         names = [adapter] if isinstance(adapter, str) else list(adapter)
         for name in self.control.names:

@@ -1,0 +1,91 @@
+"""FedDAT (Chen et al., AAAI 2024): a Dual-Adapter Teacher and mutual knowledge distillation.
+
+Each client holds three adapters (LoRA here, as every method of the suite; the paper's are
+Pfeiffer adapters on ViLT/ALBEF):
+
+* ``shared`` (A₁): trained locally, uploaded and averaged (within architecture groups, weighted by
+  data size);
+* ``local`` (A₀): the client's own, never sent;
+* ``teacher`` (A₂): a frozen copy of the global A₁ the client received, copied again at the start
+  of each of its turns.
+
+The Dual-Adapter Teacher (DAT) is the mean of A₀ and A₂, ``½(A₀ + A₂)``. Per batch:
+
+1. the DAT's logits ``z_DAT``, without gradients;
+2. A₁ steps on ``½[CE(z₁) + KL_T(z₁ ‖ z_DAT)]``;
+3. A₀ steps through the DAT forward on ``½[CE(z_DAT') + KL_T(z_DAT' ‖ z₁)]``, ``z₁`` the logits of
+   step 2 (before its update), detached; A₂ stays frozen,
+
+with ``KL_T(s ‖ t) = T² · KL(softmax(t/T) ‖ softmax(s/T))`` averaged over the batch's labelled
+positions (:func:`kd_loss`; the paper's T = 3, the FedMosaic port's 2). Inference uses the DAT.
+The original's optimiser is AdamW with a warm-up and polynomial decay; here it is the run's
+(constant) rate, as for every LLaVA method of the suite.
+
+Compute: three forward passes (the teacher's without a backward) and two backward passes per
+batch; FedMosaic's code gives FedDAT 43 of SFT's 100 iterations (``compute_ratio``).
+
+The logits are LLaVA's next-token logits of the answer tokens, or a CLIP model's class logits
+(:meth:`~baselines.base.ClientHandle.logits`): one implementation for both model kinds.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from baselines.base import AdapterConfig, Method, Payload, register
+
+#: the Dual-Adapter Teacher: A₀ and A₂, averaged
+DAT = {"local": 0.5, "teacher": 0.5}
+
+
+def kd_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``T² · KL(softmax(teacher/T) ‖ softmax(student/T))``, the mean over rows (PyTorch's
+    ``kl_div(log_softmax(student/T), softmax(teacher/T), "batchmean") · T²``); gradients reach
+    both arguments unless one is detached."""
+    t = float(temperature)
+    return F.kl_div(F.log_softmax(student / t, dim=-1), F.softmax(teacher / t, dim=-1),
+                    reduction="batchmean") * t * t
+
+
+@register
+class FedDAT(Method):
+    """FedDAT: shared adapter and Dual-Adapter Teacher distil into each other; infers with the
+    DAT."""
+
+    name = "feddat"
+    compute_ratio = 0.43
+
+    def __init__(self, lr: float = 1e-3, temperature: float = 3.0, **hp) -> None:
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        super().__init__(lr=lr, temperature=temperature, **hp)
+        self.temperature = float(temperature)
+
+    def adapters(self) -> dict[str, AdapterConfig]:
+        return {"shared": AdapterConfig(), "local": AdapterConfig(), "teacher": AdapterConfig()}
+
+    def eval_adapters(self) -> dict[str, float]:
+        return dict(DAT)
+
+    def local_train(self, client) -> Payload:
+        client.set("teacher", client.get("shared"))  # A₂: the received global A₁, frozen
+        t = self.temperature
+        names, weights = list(DAT), list(DAT.values())
+        total = 0.0
+        for _ in range(client.steps):
+            batch = client.next_batch()
+            with torch.no_grad():
+                z_dat, _ = client.logits(batch, names, weights, trainable=[])
+            z1, labels = client.logits(batch, ["shared"])
+            loss1 = 0.5 * (F.cross_entropy(z1, labels) + kd_loss(z1, z_dat, t))
+            client.step("shared", loss1)
+            z_dat, labels = client.logits(batch, names, weights, trainable=["local"])
+            loss0 = 0.5 * (F.cross_entropy(z_dat, labels) + kd_loss(z_dat, z1.detach(), t))
+            client.step("local", loss0)
+            total += float(loss0.detach())
+        return Payload({"shared": client.get("shared")},
+                       {"loss": total / client.steps if client.steps else 0.0})
+
+    def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
+        return self.share_within_groups(uploads, clients, "shared")
