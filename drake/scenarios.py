@@ -190,9 +190,10 @@ def _local_splits(parts: list[np.ndarray], fraction: float, seed: int
     return train, test
 
 
-def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
+def partition_table(spec: BenchmarkSpec | None, scenario: ScenarioSpec, root: Path,
                     manifest: dict[str, Any], seed: int) -> pd.DataFrame:
-    """Compute the scenario's table (see the module docstring for the rules)."""
+    """Compute the scenario's table (see the module docstring for the rules); ``spec`` names
+    the unseen and public tasks to hold back (``None``: a rule that reads no task list)."""
     build_seed, seed = seed, _seed(scenario, seed)
     params = dict(scenario.params)
     rule = scenario.partition
@@ -201,7 +202,7 @@ def partition_table(spec: BenchmarkSpec, scenario: ScenarioSpec, root: Path,
     test = read_columns(root, manifest, "test", want)
     # unseen and public tasks are no client's under any rule: a rule that cuts by label,
     # quantity or domain must not deal their rows out
-    held_back = list({*spec.unseen_tasks, *spec.public_tasks})
+    held_back = [] if spec is None else list({*spec.unseen_tasks, *spec.public_tasks})
     keep_train = ~train["task"].isin(held_back).to_numpy()
     keep_test = ~test["task"].isin(held_back).to_numpy()
     train = train[keep_train].reset_index(drop=True)
