@@ -182,8 +182,9 @@ def clip_calibration_table(path: Path = CLIP_CALIBRATION_FILE) -> str:
                     else f"{st['eval_per_task']} test rows")
     lrs = ", ".join(f"{m} {lr:g}" for m, lr in st["lrs"].items())
     lines = [
-        f"Measured with `python benchmarks/clip_synth.py --data <build> --json "
-        f"drake/synth/clip_calibration.json` on a {data['benchmark']} build (seed "
+        "Measured with `python benchmarks/clip_synth.py --data <build> "
+        + ("--validate <build of another seed> " if st.get("lr_choice") else "")
+        + f"--json drake/synth/clip_calibration.json` on a {data['benchmark']} build (seed "
         f"{data['seed']}: {data['rows']['train']:,} train and {data['rows']['test']:,} test rows, "
         f"{data['classes']} classes) with `tiny-clip` (pretrained on the "
         f"{weights['objective']} objective, sha256 {weights['weights_sha256'][:12]}, held-out "
