@@ -167,18 +167,22 @@ class RuntimeClient:
         return self._draw(min(k, len(self.memory))) if self.memory else []
 
     # --- compute -------------------------------------------------------------------------
-    def loss(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None,
-             trainable: Sequence[str] | None = None):
+    def _train_with(self, adapters: Sequence[str], weights: Sequence[float] | None,
+                    trainable: Sequence[str] | None) -> None:
+        """``adapters`` active (weighted), gradients to ``trainable`` (default all of them),
+        the model in training mode."""
         self.control.activate(adapters, weights,
                               trainable=adapters if trainable is None else trainable)
         self.bundle.model.train()
+
+    def loss(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None,
+             trainable: Sequence[str] | None = None):
+        self._train_with(adapters, weights, trainable)
         return self.bundle.loss(batch)
 
     def logits(self, batch, adapters: Sequence[str], weights: Sequence[float] | None = None,
                trainable: Sequence[str] | None = None):
-        self.control.activate(adapters, weights,
-                              trainable=adapters if trainable is None else trainable)
-        self.bundle.model.train()
+        self._train_with(adapters, weights, trainable)
         return self.bundle.label_logits(batch)
 
     def step(self, adapter, loss: torch.Tensor, reset_to=None) -> None:
