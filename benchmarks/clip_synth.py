@@ -97,8 +97,8 @@ def run(args, method: str, scenario: str, seed: int, lr: float | None = None) ->
     """One run's metrics and wall time: on ``--data`` at the method's chosen rate, or (``lr``
     given) a validation run on ``--validate`` at that rate."""
     if lr is None:
-        out, data, lr = Path(args.out) / scenario / method / f"seed-{seed}", args.data, \
-            args.lrs[method]
+        out = Path(args.out) / scenario / method / f"seed-{seed}"
+        data, lr = args.data, args.lrs[method]
     else:
         out, data = Path(args.out) / "validation" / method / f"lr-{lr:g}", args.validate
     results = out / "results.json"

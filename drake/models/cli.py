@@ -137,8 +137,8 @@ def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
     from drake.models.pretrain import REPORT_FILE
     from drake.models.shipped import SHIPPED_SHA256
 
-    bar = tqdm(total=args.clip_tower_steps + args.clip_steps, desc=f"pretraining {CLIP_FOLDER}", unit="step",
-               file=sys.stderr, disable=None)
+    bar = tqdm(total=args.clip_tower_steps + args.clip_steps, desc=f"pretraining {CLIP_FOLDER}",
+               unit="step", file=sys.stderr, disable=None)
 
     def update(step: int, total: int, loss: float) -> None:
         bar.update(step - bar.n)
@@ -198,8 +198,8 @@ def add_cli(subparsers: Any) -> None:
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
                        "and tiny-clip on synth-cls-style pictures, and cache them (offline; about "
-                       "two hours on two CPU cores, tiny-clip alone about six and a half minutes; the "
-                       "suite ships their result)")
+                       "two hours on two CPU cores, tiny-clip alone about six and a half "
+                       "minutes; the suite ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{', '.join(TINY_MODELS)} or tiny-clip, or all (default)")
     p.add_argument("--clip-tower-steps", type=int, default=DEFAULT_CLIP_TOWER_STEPS,

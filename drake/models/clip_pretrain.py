@@ -320,8 +320,8 @@ def pretrain_clip(
         data = {"seed": seed, "labels": labels, "domains": domains, "texts": texts,
                 "batch_size": batch_size}
         text_side = [p for k, p in core.named_parameters() if not k.startswith("vision.")]
-        before = float(_accuracy(core, _pooled(core.vision, held_states, dims, first), held_y,
-                                 texts).float().mean()) * 100
+        held = _pooled(core.vision, held_states, dims, first)
+        before = float(_accuracy(core, held, held_y, texts).float().mean()) * 100
         tower_losses, tower_accuracy = [], None
         if tower_steps:
             tower = [p for k, p in core.named_parameters() if _trained_tower(k, first)]
@@ -330,11 +330,10 @@ def pretrain_clip(
                 tower_steps, lambda idx: F.normalize(core.visual_projection(tower_pooled(
                     core.vision, states[idx], dims, first)), dim=-1),
                 data, objective, 4, tick)
-            tower_accuracy = float(_accuracy(core, _pooled(core.vision, held_states, dims, first),
-                                             held_y, texts).float().mean()) * 100
+            held = _pooled(core.vision, held_states, dims, first)  # the trained tower's
+            tower_accuracy = float(_accuracy(core, held, held_y, texts).float().mean()) * 100
             core.load_state_dict(fresh, strict=False)  # stage 2's text side starts afresh
         features = _pooled(core.vision, states, dims, first)
-        held = _pooled(core.vision, held_states, dims, first)
         losses = _train(core, bundle, [{"params": text_side, "lr": lr}], steps,
                         lambda idx: F.normalize(core.visual_projection(features[idx]), dim=-1),
                         data, objective, 3, tick)
