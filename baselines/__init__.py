@@ -11,11 +11,13 @@ from baselines import (  # noqa: F401  (registration)
     fedpgp,
     fedsim,
     hetrank,
+    perada,
     perfedavg,
     pfedmma,
     pfedmoap,
     promptfl,
     sft,
+    takfl,
     zeroshot,
 )
 from baselines.base import (

@@ -81,6 +81,7 @@ class ClientHandle(Protocol):
     round: int
     steps: int
     num_samples: int
+    batch_size: int
 
     def get(self, adapter: str) -> State: ...
 
@@ -117,6 +118,13 @@ class ClientHandle(Protocol):
 
     def train_samples(self, k: int) -> list[Mapping[str, Any]]: ...
 
+    def batch(self, samples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        """A training batch of the given samples (e.g. a fixed batch of public samples)."""
+
+    public: Sequence[Mapping[str, Any]]
+    """The benchmark's public samples (drake-synth's public split; empty where a benchmark has
+    none): the unlabelled-by-clients data distillation methods share."""
+
     last_samples: list[Mapping[str, Any]]
     """The raw samples of the last :meth:`next_batch`."""
 
@@ -131,6 +139,23 @@ class ClientHandle(Protocol):
     proxy: Any
     """The frozen, adapter-free proxy bundle (smallest architecture) for methods with
     ``needs_proxy``; ``None`` otherwise."""
+
+
+class ServerHandle(Protocol):
+    """What a method's server side may compute with (runtime-provided as ``Method.server``):
+    each architecture's shared model and the benchmark's public samples, for the server-side
+    distillation of PerAda, TAKFL and FedMKT."""
+
+    archs: list[str]
+    public: Sequence[Mapping[str, Any]]
+
+    def model(self, arch: str, adapters: Mapping[str, Mapping[str, torch.Tensor]], *,
+              round: int, lr: float | None = None,
+              optimizer: tuple[str, Mapping[str, Any]] | None = None) -> ClientHandle:
+        """A handle on ``arch``'s shared model with ``adapters`` loaded (the method's other
+        adapters fresh), whose training data are the public samples; ``lr`` and ``optimizer``
+        default to the run's and the method's. Seeded by the run's seed and ``round``; nothing
+        it does reaches a client's record."""
 
 
 class AdapterSet(Protocol):
@@ -198,6 +223,9 @@ class Method(ABC):
         self._group_means: dict[tuple[str, str], State] = {}
         #: what the method counted over the run (see :meth:`count`), written to results.json
         self.diagnostics: dict[str, float] = {}
+        #: the server's models and public data (:class:`ServerHandle`), set by the runtime
+        #: before :meth:`setup`; ``None`` where no runtime holds models (parameter counts)
+        self.server: ServerHandle | None = None
 
     # --- set-up --------------------------------------------------------------------------------
     def setup(self, bundles: Mapping[str, Any], public: Sequence[Mapping[str, Any]], *,

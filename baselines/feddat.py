@@ -17,9 +17,9 @@ The Dual-Adapter Teacher (DAT) is the mean of A₀ and A₂, ``½(A₀ + A₂)``
    step 2 (before its update), detached; A₂ stays frozen,
 
 with ``KL_T(s ‖ t) = T² · KL(softmax(t/T) ‖ softmax(s/T))`` averaged over the batch's labelled
-positions (:func:`kd_loss`; the paper's T = 3, the FedMosaic port's 2). Inference uses the DAT.
-The original's optimiser is AdamW with a warm-up and polynomial decay; here it is the run's
-(constant) rate, as for every LLaVA method of the suite.
+positions (:func:`baselines.distill.kd_loss`; the paper's T = 3, the FedMosaic port's 2).
+Inference uses the DAT. The original's optimiser is AdamW with a warm-up and polynomial decay;
+here it is the run's (constant) rate, as for every LLaVA method of the suite.
 
 Compute: three forward passes (the teacher's without a backward) and two backward passes per
 batch; FedMosaic's code gives FedDAT 43 of SFT's 100 iterations (``compute_ratio``).
@@ -34,18 +34,12 @@ import torch
 import torch.nn.functional as F
 
 from baselines.base import AdapterConfig, Method, Payload, register
+from baselines.distill import kd_loss
+
+__all__ = ["DAT", "FedDAT", "kd_loss"]
 
 #: the Dual-Adapter Teacher: A₀ and A₂, averaged
 DAT = {"local": 0.5, "teacher": 0.5}
-
-
-def kd_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``T² · KL(softmax(teacher/T) ‖ softmax(student/T))``, the mean over rows (PyTorch's
-    ``kl_div(log_softmax(student/T), softmax(teacher/T), "batchmean") · T²``); gradients reach
-    both arguments unless one is detached."""
-    t = float(temperature)
-    return F.kl_div(F.log_softmax(student / t, dim=-1), F.softmax(teacher / t, dim=-1),
-                    reduction="batchmean") * t * t
 
 
 @register

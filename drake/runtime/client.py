@@ -83,7 +83,8 @@ class RuntimeClient:
                  memory: Sequence[str], data, *, round_: int, steps: int, batch_size: int,
                  lr: float, seed: int, proxy=None,
                  optimizer: tuple[str, Mapping[str, Any]] = ("adamw", {"weight_decay": 0.0}),
-                 fresh_optimizer: bool = False, stream: int = TRAIN_STREAM) -> None:
+                 fresh_optimizer: bool = False, stream: int = TRAIN_STREAM,
+                 public: Sequence[Mapping[str, Any]] = (), source=None) -> None:
         self.id = cid
         self.arch = arch
         self.round = round_
@@ -100,6 +101,11 @@ class RuntimeClient:
         # method's batch drawn before evaluation is not the round's first training batch again
         self.rng = np.random.default_rng([seed, round_, cid, stream])
         self.proxy = proxy
+        #: the benchmark's public samples (distillation data), and what turns the handle's
+        #: ``memory`` entries into training samples (default: the build's rows by id)
+        self.public = public
+        self._source = source if source is not None else (
+            lambda ids: self.data.training_samples(ids))
         self.last_samples: list[Mapping[str, Any]] = []
         self._optims: dict[str, torch.optim.Optimizer] = {}
         #: the method's local optimiser (name, keyword arguments), and whether each turn starts
@@ -157,11 +163,15 @@ class RuntimeClient:
             raise RuntimeError(f"client {self.id} has no training sample by round {self.round}")
         replace = len(self.memory) < k
         idx = self.rng.choice(len(self.memory), size=k, replace=replace)
-        return self.data.training_samples([self.memory[i] for i in idx])
+        return self._source([self.memory[i] for i in idx])
 
     def next_batch(self) -> dict[str, torch.Tensor]:
         self.last_samples = self._draw(self.batch_size)
         return self.bundle.collate(self.last_samples, train=True)
+
+    def batch(self, samples: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        """A training batch of the given samples (distillation on fixed public batches)."""
+        return self.bundle.collate(list(samples), train=True)
 
     def train_samples(self, k: int) -> list[Mapping[str, Any]]:
         return self._draw(min(k, len(self.memory))) if self.memory else []

@@ -418,6 +418,43 @@ class _StopAfter(Hook):
             raise DrakeError(f"run stopped after round {r} (test hook)")
 
 
+class ServerModels:
+    """The runtime's :class:`~baselines.base.ServerHandle`: the server's side of the shared
+    models, trained on the public samples (server-side distillation)."""
+
+    #: seed tag of the server's draws
+    STREAM = 37
+
+    def __init__(self, runtime: LocalRuntime) -> None:
+        self._rt = runtime
+        self.archs = sorted(runtime.bundles)
+
+    @property
+    def public(self) -> Sequence[Mapping[str, Any]]:
+        return self._rt.data.public_samples()
+
+    def model(self, arch: str, adapters: Mapping[str, Mapping[str, torch.Tensor]], *,
+              round: int, lr: float | None = None,
+              optimizer: tuple[str, Mapping[str, Any]] | None = None) -> RuntimeClient:
+        rt = self._rt
+        if arch not in rt.bundles:
+            raise ValueError(f"the server holds no model {arch!r}; it holds {self.archs}")
+        record = ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
+                                        for n, s in rt.init_state[arch].items()})
+        for name, state in adapters.items():
+            record.adapters[name] = {k: v.detach().clone() for k, v in state.items()}
+        public = self.public
+        torch.manual_seed(int(np.random.default_rng([rt.cfg.seed, round, self.STREAM])
+                              .integers(2**31)))
+        return RuntimeClient(rt.data.num_clients, arch, rt.bundles[arch], rt.controls[arch],
+                             record, list(range(len(public))), rt.data, round_=round,
+                             steps=0, batch_size=rt.cfg.batch_size,
+                             lr=rt.cfg.lr if lr is None else lr, seed=rt.cfg.seed,
+                             proxy=rt.proxy, optimizer=optimizer or rt.method.optimizer,
+                             stream=self.STREAM, public=public,
+                             source=lambda idx: [public[i] for i in idx])
+
+
 class LocalRuntime:
     """Run a method on a scenario of a built benchmark; see the module docstring."""
 
@@ -507,6 +544,7 @@ class LocalRuntime:
             lora_alpha=self.cfg.lora_alpha, protocol=self.protocol,
             classes=getattr(self.plan, "train_classes", None),
             task=getattr(self.plan, "task", None))
+        self.method.server = ServerModels(self)
         # methods cache reusable artefacts next to the models, never in a folder of their own
         self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
                           cache_dir=cache if cache is not None else default_cache_dir())
@@ -568,7 +606,8 @@ class LocalRuntime:
                              steps=self.client_steps(c, round_), batch_size=self.cfg.batch_size, lr=self.cfg.lr,
                              seed=self.cfg.seed, proxy=self.proxy,
                              optimizer=self.method.optimizer,
-                             fresh_optimizer=self.method.fresh_optimizer, stream=stream)
+                             fresh_optimizer=self.method.fresh_optimizer, stream=stream,
+                             public=self.data.public_samples())
 
     # --- evaluation ----------------------------------------------------------------------------
     def _answer(self, handle: RuntimeClient, loglik: bool = False):
