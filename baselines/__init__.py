@@ -7,6 +7,7 @@ from baselines import (  # noqa: F401  (registration)
     fedavg,
     feddat,
     feddpa,
+    fedmkt,
     fedotp,
     fedpgp,
     fedsim,

@@ -197,11 +197,16 @@ class TeacherTargets:
                              ensemble_logits(handle, self.adapter, states, batches)]
 
     def on(self, student: str, teacher: str) -> list[torch.Tensor]:
-        probs = self._probs[teacher]
+        return self.move(self._probs[teacher], teacher, student)
+
+    def move(self, probs: Sequence[torch.Tensor], teacher: str, student: str
+             ) -> list[torch.Tensor]:
+        """Per batch, ``probs`` (at the teacher's labelled positions, over its vocabulary) on
+        the student's labelled positions and vocabulary."""
         s_tok, s_labels = self._tokens(student)
         t_tok, t_labels = self._tokens(teacher)
         if student == teacher or s_tok.get_vocab() == t_tok.get_vocab():
-            return probs
+            return list(probs)
         from baselines.token_align import transfer, vocab_map
 
         if (teacher, student) not in self._maps:

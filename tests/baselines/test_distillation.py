@@ -286,3 +286,72 @@ def test_a_known_sequence_aligns_and_moves_its_distributions():
     e = [math.exp(0.7), math.exp(0.1), math.exp(0.2)]
     torch.testing.assert_close(flat[0], torch.tensor([0, e[0], e[1], 0, e[2]],
                                                      dtype=torch.float64) / sum(e))
+
+
+# --- FedMKT ----------------------------------------------------------------------------------
+
+def test_fedmkt_selection_and_loss_by_hand():
+    from baselines.fedmkt import mkt_loss, select
+
+    # least cross-entropy wins; a tie goes to the learner's own (candidate 0)
+    own, a, b = torch.tensor([0.5, 0.2, 0.3]), torch.tensor([0.4, 0.2, 0.9]), \
+        torch.tensor([0.1, 0.7, 0.3])
+    assert select(own, [a, b]).tolist() == [2, 0, 0]
+    # z = [ln 3, 0] (softmax ¾, ¼) at two tokens of label 0; token 0's sample keeps its own
+    # target [1, 0], token 1's takes the other's [0, 1]
+    z, y = torch.tensor([[LN3, 0.0], [LN3, 0.0]]), torch.tensor([0, 0])
+    cands = [torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([[0.0, 1.0], [0.0, 1.0]])]
+    loss = mkt_loss(z, y, torch.tensor([0, 1]), torch.tensor([0, 1]), cands, ce_weight=0.9,
+                    drop_own=False)
+    ce = -math.log(0.75)
+    assert float(loss) == pytest.approx(0.9 * ce + 0.1 * (ce + math.log(4)) / 2, abs=1e-6)
+    # the FedMosaic port: a sample whose own target won is left out of the soft term
+    loss = mkt_loss(z, y, torch.tensor([0, 1]), torch.tensor([0, 1]), cands, ce_weight=0.9,
+                    drop_own=True)
+    assert float(loss) == pytest.approx(0.9 * ce + 0.1 * math.log(4), abs=1e-6)
+
+
+def test_fedmkt_server_distils_the_least_ce_client_and_sends_its_logits():
+    """Server model [0, 0] (own CE ln 2) on two public samples of label 0; client 0 sends
+    logits [ln 3, 0] (CE −ln ¾), client 1 [0, ln 3] (CE ln 4): both samples take client 0's
+    [¾, ¼]. The gradient, ½ per token summed over two equal tokens:
+    0.9·(softmax − e₀) + 0.1·(softmax − [¾, ¼]) = [−0.475, 0.475]; one SGD step at 0.1."""
+    from baselines.fedmkt import LOGITS, FedMKT
+
+    method = get_method("fedmkt")()
+    method.server = ToyServer([{"label": 0}] * 2, {"local": w(0.0, 0.0)}, archs=["a"])
+    sender = Toy({"local": [0.0, 0.0]}, [{"label": 0}] * 2)
+    batches = [sender.batch([{"label": 0}] * 2)]
+    ups = {}
+    for c, state in enumerate((w(LN3, 0.0), w(0.0, LN3))):
+        sender.set("local", state)
+        ups[c] = Payload({LOGITS: method.public_logits(sender, batches)})
+    probs, ce = FedMKT.unpack(ups[0].tensors[LOGITS])
+    torch.testing.assert_close(probs[0], torch.tensor([[0.75, 0.25]] * 2))
+    assert ce[0].tolist() == pytest.approx([-math.log(0.75)] * 2, abs=1e-6)
+    msgs = method.aggregate(ups, {0: ClientInfo(0, "a", 1), 1: ClientInfo(1, "a", 1)}, 0)
+    want = torch.tensor([0.0475, -0.0475], dtype=torch.float64)
+    torch.testing.assert_close(method.global_model("a")["local"][0]["w"], want)
+    assert method.diagnostics == {"fedmkt_server_target_own": 0.0,
+                                  "fedmkt_server_target_client": 2.0}
+    sent = msgs[1].tensors[LOGITS]
+    assert sent["indices"].tolist() == [[0, 1], [0, 1]]
+    torch.testing.assert_close(sent["values"], want[None].repeat(2, 1))
+
+
+def test_fedmkt_client_distils_the_server_logits_before_training():
+    from baselines.fedmkt import LOGITS
+
+    method = get_method("fedmkt")()
+    client = Toy({"local": [0.0, 0.0]}, [{"label": 0}] * 2, steps=0)
+    client.state = {}
+    server = Toy({"local": [LN3, 0.0]})
+    batches = [server.batch([{"label": 0}] * 2)]
+    method.receive(client, Payload({LOGITS: method.public_logits(server, batches)}))
+    upload = method.local_train(client)
+    # own CE ln 2 > the server's −ln ¾: both samples distil the server's [¾, ¼]
+    torch.testing.assert_close(client.p["local"].detach(),
+                               torch.tensor([0.0475, -0.0475], dtype=torch.float64))
+    assert client.state == {}  # the logits are used once
+    assert set(upload.tensors) == {LOGITS}  # logits, never parameters
+    assert upload.meta["kd_loss"] > 0
