@@ -355,3 +355,30 @@ def test_fedmkt_client_distils_the_server_logits_before_training():
     assert client.state == {}  # the logits are used once
     assert set(upload.tensors) == {LOGITS}  # logits, never parameters
     assert upload.meta["kd_loss"] > 0
+
+
+def test_teacher_targets_move_a_teacher_onto_a_student_with_another_tokenizer():
+    """The server-side path: one public answer, tokenized "▁hello ▁wor ld" by the student's
+    family and "Ġhello Ġworld" by the teacher's (labels[:, 1:] hold the answer tokens)."""
+    from baselines.distill import TeacherTargets
+
+    vocab = {"s": STUDENT, "t": TEACHER}
+    answer = {"s": [1, 2, 3], "t": [1, 2]}
+
+    def tokenizer(v):
+        inverse = {i: t for t, i in v.items()}
+        return SimpleNamespace(get_vocab=lambda: dict(v),
+                               convert_ids_to_tokens=lambda ids: [inverse[i] for i in ids])
+
+    def model(arch, adapters, *, round, lr=None, optimizer=None):
+        return SimpleNamespace(
+            batch=lambda samples: {"labels": torch.tensor([[-100, *answer[arch]]])},
+            bundle=SimpleNamespace(tokenizer=tokenizer(vocab[arch])))
+
+    targets = TeacherTargets(SimpleNamespace(model=model), "local", [[{"id": "x"}]], 0)
+    probs = torch.tensor([[0.0, 0.7, 0.1, 0.2, 0.0], [0.0, 0.1, 0.5, 0.1, 0.3]])
+    moved = targets.move([probs], "t", "s")
+    torch.testing.assert_close(moved[0], torch.tensor([[0, 0.7, 0.1, 0, 0.2],
+                                                       [0, 0.1, 0.8, 0, 0.1],
+                                                       [0, 0, 0, 1.0, 0]]))
+    assert targets.move([probs], "t", "t")[0] is probs  # one family: unchanged
