@@ -274,6 +274,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     pretrained=not args.untrained, model_cache=args.model_cache,
                     on_client_error=args.on_client_error, method_hparams=hparams,
                     eval_initial=args.eval_initial, eval_tasks=args.eval_tasks,
+                    fast_adapt=args.fast_adapt, fast_adapt_every=args.fast_adapt_every,
                     preset=args.preset, **settings)
     if sys.stderr.isatty():  # a rounds bar; tqdm draws nothing elsewhere, so lines there
         progress, hooks = _progress_rounds(f"{args.method} rounds"), []
@@ -610,6 +611,13 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    help="after the last round, score every client's final model on the "
                    "benchmark's unseen tasks (unseen_a_last in results.json; paper preset on "
                    "DRAKE, HFLB and drake-synth: on; cpu preset: off)")
+    p.add_argument("--fast-adapt", type=int, default=0, metavar="N",
+                   help="after the last round, fine-tune each architecture's aggregated model, "
+                   "and the pretrained model with fresh adapters, on every unseen task for N "
+                   "iterations (FedMosaic's Fig. 5: 200) and write the curves into "
+                   "results.json (fast_adaptation; local runtime)")
+    p.add_argument("--fast-adapt-every", type=int, default=25, metavar="K",
+                   help="score the fast-adapting models every K iterations (default 25)")
     p.add_argument("--eval-tasks", choices=["started", "all"], default="started",
                    help="tasks Self/Others average at each point: those with data arrived by "
                    "then (default, as the FedMosaic code) or all of the scenario's")

@@ -32,7 +32,12 @@ Layout (all scores on the 0-100 scale unless the metric says otherwise, see
                    "python": "3.11.7", "torch": "2.4.0", "transformers": "4.46.0"},
       "created_at": "2025-06-01T12:00:00+00:00",
       "diagnostics": {"edit_checks": 12, "edits": 1},     # optional: what the method counted
-      "unseen": [{"task-u": 31.0}, ...]                   # optional: unseen[client][task]
+      "unseen": [{"task-u": 31.0}, ...],                  # optional: unseen[client][task]
+      "fast_adaptation": {"iterations": 200, "every": 25,  # optional: drake eval --fast-adapt
+                          "steps": [0, 25, ..., 200],
+                          "curves": {"tiny-llava-llama": {"aggregated": {"task-u": [..]},
+                                                          "pretrained": {"task-u": [..]}}},
+                          "mean": {"aggregated": [..], "pretrained": [..]}}
     }
 
 Conventions the runtime must follow:
@@ -68,6 +73,7 @@ from leaderboard.fields import (
     PackageVersion,
     Params,
     Pct,
+    PosInt,
     ScenarioName,
     Sha256,
     TaskId,
@@ -182,6 +188,41 @@ class RunSoftware(_Strict):
     flwr: Text(64, 1) | None = None
 
 
+FastAdaptStart = Literal["aggregated", "pretrained"]
+_Curve = Annotated[list[NonNeg], Field(min_length=1, max_length=10001)]
+
+
+class FastAdaptation(_Strict):
+    """``drake eval --fast-adapt``: per architecture, start and unseen task, the score after
+    each of ``steps`` fine-tuning iterations, and the mean over architectures and tasks."""
+
+    iterations: NonNegInt
+    every: PosInt
+    steps: Annotated[list[NonNegInt], Field(min_length=1, max_length=10001)]
+    curves: Annotated[dict[ModelName, dict[FastAdaptStart, Annotated[
+        dict[TaskId, _Curve], Field(max_length=1000)]]], Field(min_length=1, max_length=100)]
+    mean: dict[FastAdaptStart, _Curve]
+
+    @model_validator(mode="after")
+    def _one_score_per_step(self) -> FastAdaptation:
+        n = len(self.steps)
+        if self.steps != sorted(set(self.steps)) or self.steps[0] != 0 \
+                or self.steps[-1] != self.iterations:
+            raise ValueError(f"fast_adaptation.steps must increase from 0 to iterations "
+                             f"({self.iterations}), got {self.steps}")
+        for arch, starts in self.curves.items():
+            for start, tasks in starts.items():
+                for task, curve in tasks.items():
+                    if len(curve) != n:
+                        raise ValueError(f"fast_adaptation.curves.{arch}.{start}.{task}: "
+                                         f"{len(curve)} scores for {n} steps")
+        for start, curve in self.mean.items():
+            if len(curve) != n:
+                raise ValueError(f"fast_adaptation.mean.{start}: {len(curve)} scores for {n} "
+                                 f"steps")
+        return self
+
+
 class RunResult(_Strict):
     """One run's results.json (see the module docstring for the layout and conventions)."""
 
@@ -205,6 +246,8 @@ class RunResult(_Strict):
     #: --eval-unseen``); ``metrics.unseen_a_last`` is their mean over tasks, then clients
     unseen: Annotated[list[Annotated[dict[TaskId, NonNeg], Field(max_length=1000)]],
                       Field(max_length=10000)] | None = None
+    #: ``drake eval --fast-adapt``: FedMosaic's Fig. 5 curves on the unseen tasks
+    fast_adaptation: FastAdaptation | None = None
 
     @field_validator("created_at")
     @classmethod

@@ -137,6 +137,31 @@ def _curves(w: _Writer, panel: Panel, stem: str) -> None:
            f"{what} over rounds: mean over seeds, band ± one std", panel.title)
 
 
+def _fast_adapt(w: _Writer, panel: Panel, stem: str) -> None:
+    """FedMosaic's Fig. 5: the mean score on the unseen tasks while fine-tuning on them, from
+    each method's aggregated model (solid) and from the pretrained model (dashed)."""
+    groups = [g for g in panel.groups if g.fast_adapt("aggregated") is not None]
+    if not groups:
+        return
+    fig = _figure(6.5, 3.6)
+    ax = fig.subplots()
+    for g, colour in zip(groups, _colours(len(groups))):
+        for start, style in (("aggregated", "-"), ("pretrained", "--")):
+            steps, mean, std = g.fast_adapt(start)
+            label = g.label if start == "aggregated" else f"{g.label} (pretrained start)"
+            ax.plot(steps, mean, style, marker="o", color=colour, label=label)
+            ax.fill_between(steps, mean - std, mean + std, color=colour, alpha=0.15, lw=0)
+    ax.set_xlabel("fine-tuning iterations on the unseen task")
+    ax.set_ylabel("score (mean over unseen tasks)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
+    w.save(fig, f"fast-adapt-{stem}", "Fast adaptation on the unseen tasks",
+           "Fast adaptation: the mean score over unseen tasks and architectures while each "
+           "start is fine-tuned on them; solid from the method's aggregated model, dashed from "
+           "the pretrained model with fresh adapters; mean over seeds, band ± one std",
+           panel.title)
+
+
 def _metric_bars(w: _Writer, panel: Panel, stem: str, names: Sequence[str], kind: str,
                  title: str, ticks: Sequence[str]) -> None:
     fig = _figure(max(5.0, 1.1 * len(names) * max(len(panel.groups), 2) / 2 + 2.5), 3.6)
@@ -262,6 +287,7 @@ def draw(panels: Sequence[Panel], folder: Path) -> list[Plot]:
         if panel.protocol == "self_others":
             for group in panel.groups:
                 _heatmap(w, panel, group, stem)
+            _fast_adapt(w, panel, stem)
         folders = tuple(tuple(r.path.parent for r in g.runs) for g in panel.groups)
         if folders not in costed:  # a run's other views (results-*.json) share its cost
             costed.add(folders)

@@ -202,6 +202,16 @@ class Group:
         std = values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1])
         return np.array(self.doc["curves"]["rounds"]), values.mean(axis=0), std
 
+    def fast_adapt(self, start: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(iterations, mean, std)`` over seeds of the fast-adaptation mean curve of
+        ``start`` (``aggregated`` or ``pretrained``), or None where a seed has none."""
+        docs = [r.doc.get("fast_adaptation") for r in self.runs]
+        if any(d is None for d in docs) or len({tuple(d["steps"]) for d in docs}) != 1:
+            return None
+        values = np.array([d["mean"][start] for d in docs], dtype=float)
+        std = values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1])
+        return np.array(docs[0]["steps"]), values.mean(axis=0), std
+
     def last_scores(self) -> tuple[list[str], np.ndarray]:
         """``(tasks, matrix)``: each client's score per task at the last evaluation point,
         the mean over seeds (NaN where a client was not scored on a task)."""

@@ -114,6 +114,10 @@ class FederatedData:
         self.unseen_tasks = [t for t in tasks if t in unseen and "test" in tasks[t]]
         self._unseen_shards = {t: tasks[t]["test"]["shards"] for t in self.unseen_tasks}
         self._unseen: RowStore | None = None
+        #: the unseen tasks' training rows (fast adaptation), per task
+        self._unseen_train_shards = {t: tasks[t]["train"]["shards"] for t in self.unseen_tasks
+                                     if "train" in tasks[t]}
+        self._unseen_train: RowStore | None = None
         self.rows = RowStore(self.root, [shard for task in wanted for info in tasks[task].values()
                                          for shard in info["shards"]])
         self.test_ids: dict[str, list[str]] = {}
@@ -231,6 +235,21 @@ class FederatedData:
         ids = [sid for shard in self._unseen_shards[task]
                for sid in self._unseen.shard_ids[shard["file"]]]
         return LazyRows(self._unseen, ids[:self.eval_per_task])
+
+    def unseen_train_samples(self, task: str) -> Sequence[Mapping[str, Any]]:
+        """Training samples of unseen task ``task`` (all of them, stable order), for fast
+        adaptation; indexed on the first call."""
+        if task not in self._unseen_train_shards:
+            raise DataError(f"{self.root} holds no training rows of unseen task {task!r} (it "
+                            f"has training rows of {sorted(self._unseen_train_shards) or 'none'}"
+                            f"); fast adaptation fine-tunes on them: build the benchmark with "
+                            f"its unseen tasks' train split")
+        if self._unseen_train is None:
+            self._unseen_train = RowStore(self.root, [
+                shard for shards in self._unseen_train_shards.values() for shard in shards])
+        ids = [sid for shard in self._unseen_train_shards[task]
+               for sid in self._unseen_train.shard_ids[shard["file"]]]
+        return LazyRows(self._unseen_train, ids)
 
     @property
     def manifest_path(self) -> Path:

@@ -166,6 +166,10 @@ class FlowerRuntime(LocalRuntime):
     def __init__(self, config: RunConfig, progress: Callable | None = None,
                  hooks: Sequence[Hook] = (), *, connect_timeout: float = 300.0,
                  reply_timeout: float | None = None) -> None:
+        if config.fast_adapt:
+            raise DrakeError("--fast-adapt averages the clients' final models, which stay on "
+                             "their Flower nodes; run it on the local runtime (leave out "
+                             "--runtime flower)")
         super().__init__(config, progress, hooks)
         self.grid: Grid | None = None
         self.connect_timeout = connect_timeout

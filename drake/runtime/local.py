@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,11 @@ class RunConfig:
     #: After the last round, also score every client's final model on the benchmark's unseen
     #: tasks (``metrics.unseen_a_last`` and ``unseen`` in results.json; Self/Others only).
     eval_unseen: bool = False
+    #: After the last round, fine-tune each architecture's aggregated model (and, to compare,
+    #: the method's fresh adapters on the pretrained model) on each unseen task for this many
+    #: iterations, scoring it every ``fast_adapt_every`` (FedMosaic's Fig. 5: 200; 0 = off)
+    fast_adapt: int = 0
+    fast_adapt_every: int = 25
     method_hparams: dict[str, Any] = field(default_factory=dict)
     #: the preset the budget and evaluation settings came from (:mod:`drake.presets`);
     #: recorded, the values above are what runs
@@ -142,6 +148,9 @@ class RunConfig:
                                  f"{value}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.fast_adapt < 0 or self.fast_adapt_every < 1:
+            raise ValueError(f"fast_adapt must be >= 0 and fast_adapt_every >= 1, got "
+                             f"{self.fast_adapt} and {self.fast_adapt_every}")
         if self.model and self.model_mix:
             raise ValueError(f"give a model mix ({self.model_mix!r}) or one model "
                              f"({self.model!r}), not both")
@@ -521,14 +530,16 @@ class LocalRuntime:
         self.max_new_tokens = config.max_new_tokens or (64 if self.protocol == "generation"
                                                         else 8)
         self.plan = make_plan(self, self.protocol)
-        if config.eval_unseen and (self.protocol != "self_others"
-                                   or not self.data.unseen_tasks):
+        if (config.eval_unseen or config.fast_adapt) and (self.protocol != "self_others"
+                                                          or not self.data.unseen_tasks):
             raise DrakeError(f"{self.data.root} holds no unseen tasks of {spec['name']} to "
                              f"score (DRAKE, HFLB and drake-synth declare them; a --tasks build "
                              f"keeps only the tasks it names): build them, or run with "
                              f"--no-eval-unseen")
         #: each client's score on each unseen task after the last round (``eval_unseen``)
         self.unseen_scores: dict[int, dict[str, float]] | None = None
+        #: the fast-adaptation curves (``fast_adapt``), see :meth:`fast_adaptation`
+        self.fast_adapt_curves: dict[str, Any] | None = None
         self._load_models()
 
     # --- set-up ------------------------------------------------------------------------------
@@ -862,6 +873,8 @@ class LocalRuntime:
                 hook.on_post_fl(self, st)
         if self.cfg.eval_unseen:  # no training after it: a resumed run recomputes it exactly
             self.unseen_scores = self.evaluate_unseen(st.records)
+        if self.cfg.fast_adapt:  # likewise
+            self.fast_adapt_curves = self.fast_adaptation(st.records)
         return self._write_results(st, time.perf_counter() - t0)
 
     def evaluate_unseen(self, records: Mapping[int, ClientRecord]) -> dict[int, dict[str, float]]:
@@ -883,6 +896,77 @@ class LocalRuntime:
                 start += n
             self.client_scored(last, c)
         return scores
+
+    #: seed tag of fast adaptation's draws
+    FAST_STREAM = 41
+
+    def aggregated_model(self, arch: str, records: Mapping[int, ClientRecord]
+                         ) -> dict[str, dict[str, torch.Tensor]]:
+        """Architecture ``arch``'s aggregated local model: each of the method's inference
+        adapters averaged over the group's clients' final records, weighted by the samples
+        each has seen."""
+        from baselines.base import weighted_average
+
+        last = self.rounds - 1
+        group = [c for c in range(self.data.num_clients) if self.models[c] == arch]
+        weights = [max(len(self.data.streams[c].seen(last)), 1) for c in group]
+        return {name: weighted_average([records[c].adapters[name] for c in group], weights)
+                for name in self.method.eval_adapters()}
+
+    def fast_adaptation(self, records: Mapping[int, ClientRecord]) -> dict[str, Any]:
+        """FedMosaic's fast adaptation (Fig. 5, A.17): per architecture and unseen task, two
+        starts fine-tuned for ``fast_adapt`` iterations on the task's training rows (CE on the
+        method's inference adapters, at their weights, with the method's optimiser and the
+        run's rate and batch size), scored on its test rows at iteration 0 and every
+        ``fast_adapt_every``: ``aggregated`` (:meth:`aggregated_model`) and ``pretrained``
+        (the method's fresh adapters: the pretrained model with randomly initialised
+        adapters)."""
+        iters, every = self.cfg.fast_adapt, self.cfg.fast_adapt_every
+        steps = sorted({0, *range(every, iters + 1, every), iters})
+        eval_ = self.method.eval_adapters()
+        names, weights = list(eval_), list(eval_.values())
+        curves: dict[str, dict[str, dict[str, list[float]]]] = {}
+        self._eval_stage = "fast_adapt"
+        archs = sorted(set(self.models))
+        jobs = [(a, t) for a in archs for t in self.data.unseen_tasks]
+        self._client_done("fast_adapt", self.rounds - 1, 0, len(jobs))
+        for done, (arch, task) in enumerate(jobs, 1):
+            train = self.data.unseen_train_samples(task)
+            test = list(self.data.unseen_samples(task))
+            starts = {"aggregated": self.aggregated_model(arch, records), "pretrained": {}}
+            for start, states in starts.items():
+                record = ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
+                                                for n, s in self.init_state[arch].items()})
+                record.adapters.update({n: {k: v.clone() for k, v in s.items()}
+                                        for n, s in states.items()})
+                torch.manual_seed(int(np.random.default_rng(
+                    [self.cfg.seed, archs.index(arch), self.data.unseen_tasks.index(task),
+                     self.FAST_STREAM]).integers(2**31)))
+                handle = RuntimeClient(self.data.num_clients, arch, self.bundles[arch],
+                                       self.controls[arch], record, list(range(len(train))),
+                                       self.data, round_=self.rounds, steps=iters,
+                                       batch_size=self.cfg.batch_size, lr=self.cfg.lr,
+                                       seed=self.cfg.seed, proxy=self.proxy,
+                                       optimizer=self.method.optimizer,
+                                       stream=self.FAST_STREAM,
+                                       source=lambda idx, rows=train: [rows[i] for i in idx])
+                answer = self._answer(handle)
+                curve = []
+                for it in range(iters + 1):
+                    if it in steps:
+                        preds = [p for i in range(0, len(test), 32)
+                                 for p in answer(test[i:i + 32], eval_)]
+                        curve.append(self._score(task, test, preds))
+                    if it < iters:
+                        loss = handle.loss(handle.next_batch(), names, weights)
+                        handle.step(names, loss)
+                curves.setdefault(arch, {}).setdefault(start, {})[task] = curve
+            self._client_done("fast_adapt", self.rounds - 1, done, len(jobs))
+        mean = {start: [fmean(curves[a][start][t][i] for a in archs
+                              for t in self.data.unseen_tasks) for i in range(len(steps))]
+                for start in ("aggregated", "pretrained")}
+        return {"iterations": iters, "every": every, "steps": steps, "curves": curves,
+                "mean": mean}
 
     @property
     def has_post_fl(self) -> bool:

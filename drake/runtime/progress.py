@@ -28,7 +28,8 @@ from drake.runtime.local import Hook, LocalRuntime, RunState
 
 #: What a line says a stage is doing.
 STAGE_WORDS = {"train": "training", "eval": "scoring", "initial": "scoring before training",
-               "post_fl": "post-FL stage"}
+               "post_fl": "post-FL stage", "unseen": "scoring the unseen tasks",
+               "fast_adapt": "fast adaptation"}
 
 
 class RoundProgress(Hook):
@@ -72,7 +73,8 @@ class RoundProgress(Hook):
         where = "before training" if stage == "initial" else f"round {r + 1}/{runtime.rounds}"
         what = "scoring" if stage == "initial" else STAGE_WORDS.get(stage, stage)
         finished = stage == "initial" and done == total  # the rounds' clock starts after it
-        self._status = f"{where}: {what}, {done}/{total} clients"
+        unit = "architecture × unseen task" if stage == "fast_adapt" else "clients"
+        self._status = f"{where}: {what}, {done}/{total} {unit}"
         self.lines.update(self.status(), force=finished)
         if stage == "train" and done == 0:  # the round starts (after set-up, when resumed)
             self._round_start = self.lines.clock()

@@ -213,6 +213,8 @@ def build_results(runtime, view: View, comm, errors, wall: float) -> dict[str, A
         unseen = [runtime.unseen_scores[c] for c in range(n)]
         result["unseen"] = unseen
         result_metrics["unseen_a_last"] = fmean(fmean(u.values()) for u in unseen)
+    if runtime.fast_adapt_curves is not None and view.kind == "":
+        result["fast_adaptation"] = runtime.fast_adapt_curves
     if runtime.method.diagnostics:
         result["diagnostics"] = {k: round(v, 6) for k, v in
                                  sorted(runtime.method.diagnostics.items())}
