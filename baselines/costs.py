@@ -22,7 +22,8 @@ import torch
 
 from baselines.base import ClientInfo, Method, Payload
 
-__all__ = ["OPENAI_CLIP_SHAPES", "Counts", "parameter_counts", "shape_bundle"]
+__all__ = ["OPENAI_CLIP_SHAPES", "Compute", "Counts", "measure_compute", "parameter_counts",
+           "shape_bundle"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +96,49 @@ def shape_bundle(name: str = "clip-vit-b16", seed: int = 0):
     tokenizer = load_model("tiny-clip", pretrained=False, seed=seed).tokenizer
     return ClipBundle(name, CLIP_ZOO[name], HubClip(model), tokenizer,
                       pixel_fn=lambda images: torch.zeros(len(images), 3, 224, 224))
+
+
+@dataclass(frozen=True)
+class Compute:
+    """One method's measured cost per local iteration (FedMosaic's Tab. 10 terms): model FLOPs
+    of its clients' training and of its server step, per client iteration, and the parameters
+    its models hold (base model and every adapter) summed over the federation's
+    architectures."""
+
+    client_flops: float
+    server_flops: float
+    params: int
+
+    @property
+    def flops(self) -> float:
+        return self.client_flops + self.server_flops
+
+
+def measure_compute(config: Any) -> Compute:
+    """Measure a method's Tab. 10 costs on a run configuration (``RunConfig``): one round
+    trained and aggregated as warm-up (so that round 1 carries what methods send back, e.g.
+    FedMKT's logits), then round 1's client training and the server's aggregation counted with
+    ``torch.utils.flop_counter.FlopCounterMode`` (every aten op of the models, forward and
+    backward), divided by the iterations the round's clients took. Evaluation is not counted.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from drake.runtime import LocalRuntime
+
+    rt = LocalRuntime(config)
+    records, pending, errors = rt._fresh_records(), {}, []
+
+    def infos(r: int) -> dict[int, ClientInfo]:
+        return {c: ClientInfo(c, rt.models[c], len(rt.data.streams[c].seen(r)))
+                for c in range(rt.data.num_clients)}
+
+    uploads = rt.train_round(0, records, pending, errors)
+    pending.update(rt.method.aggregate(uploads, infos(0), 0))
+    with FlopCounterMode(display=False) as client:
+        uploads = rt.train_round(1, records, pending, errors)
+    with FlopCounterMode(display=False) as server:
+        rt.method.aggregate(uploads, infos(1), 1)
+    iterations = sum(rt.client_steps(c, 1) for c in uploads)
+    params = sum(sum(p.numel() for p in b.model.parameters()) for b in rt.bundles.values())
+    return Compute(client.get_total_flops() / iterations,
+                   server.get_total_flops() / iterations, params)
