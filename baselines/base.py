@@ -15,7 +15,9 @@ A method is a handful of hooks, in the spirit of pfl-research's algorithm/backen
 
 Methods never touch files, clocks or processes: the runtime hands them a :class:`ClientHandle`
 (model, optimiser, data and per-client state for one client) and plain tensors; the method
-object holds only configuration and server state. Uploads and messages are
+object holds only configuration and server state. Methods that compute at the server
+(PerAda's, TAKFL's and FedMKT's distillation on public data) use ``Method.server``, a
+:class:`ServerHandle` on each architecture's model and the benchmark's public samples. Uploads and messages are
 :class:`Payload` objects — named tensors per adapter plus JSON-able metadata — which map one to
 one onto Flower's ``ArrayRecord`` / ``ConfigRecord``.
 """
