@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from baselines.base import AdapterConfig, Method, Payload, State, proximal, register
+from baselines.base import Payload, State, proximal, register
 from baselines.distill import (
     ensemble_logits,
     kd_loss,
@@ -42,12 +42,13 @@ from baselines.distill import (
     split_validation,
     validation_accuracy,
 )
+from baselines.ditto import Ditto
 
 
 @register
-class PerAda(Method):
+class PerAda(Ditto):
     """PerAda: a personal adapter pulled toward a global one that the server distils on public
-    data; infers with the personal adapter."""
+    data; infers with the personal adapter (Ditto's adapters, in the other order)."""
 
     name = "perada"
     compute_ratio = 0.5
@@ -70,12 +71,6 @@ class PerAda(Method):
             int(kd_rounds)
         self.val_fraction, self.val_every, self.patience = float(val_fraction), int(val_every), \
             int(patience)
-
-    def adapters(self) -> dict[str, AdapterConfig]:
-        return {"global": AdapterConfig(), "personal": AdapterConfig()}
-
-    def eval_adapters(self) -> dict[str, float]:
-        return {"personal": 1.0}
 
     def local_train(self, client) -> Payload:
         anchor = [p.detach().clone() for p in client.params("global")]  # w⁰
