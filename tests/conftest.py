@@ -49,3 +49,19 @@ def chromium(tmp_path_factory) -> Chromium:
     if not CHROMIUM.exists():
         pytest.skip("needs Debian chromium (/usr/bin/chromium)")
     return Chromium(tmp_path_factory.mktemp("chromium-profile"))
+
+
+@pytest.fixture(scope="session")
+def micro_synth(tmp_path_factory) -> Path:
+    """Tiny drake-synth (seed 1) cut to its first four clients with `drake build --tasks`:
+    their four tasks each and the public split, both LLaVA families (clients 0-1 Llama, 2-3
+    Qwen), for end-to-end runs whose point does not need all ten clients. Built once per
+    test process; tests read it and write their runs elsewhere."""
+    from drake.build import build, restrict_spec
+    from drake.registry import get_benchmark
+
+    spec = get_benchmark("drake-synth", size="tiny")
+    spec = restrict_spec(spec, [t for client in spec.clients[:4] for t in client.tasks]
+                         + list(spec.public_tasks))
+    assert len(spec.clients) == 4 and len(set(spec.model_mixes["hetero"])) == 2
+    return build(spec, tmp_path_factory.mktemp("micro-synth"), seed=1)

@@ -266,14 +266,18 @@ def test_the_report_page_in_headless_chromium(micro, chromium, tmp_path):
 
 
 def test_report_of_real_runs_three_seeds_of_two_methods_on_a_micro_drake_synth(tmp_path):
-    """The whole path: a micro drake-synth build, `drake eval` of sft and fedavg with seeds
-    0-2 (one round, one step, one test sample per task, untrained tiny models), then `drake
-    report`: each method's Self A_last row is the mean, std and t-interval of its three runs,
-    and the curves, heatmaps and cost plots are real images."""
-    from drake.build import build
+    """The whole path: a micro drake-synth build (the first task of clients 0-3, both model
+    families: `drake build --tasks`), `drake eval` of sft and fedavg with seeds 0-2 (one
+    round, one step, one test sample per task, untrained tiny models), then `drake report`:
+    each method's Self A_last row is the mean, std and t-interval of its three runs, and the
+    curves, heatmaps and cost plots are real images."""
+    from drake.build import build, restrict_spec
     from drake.registry import get_benchmark
 
-    build(get_benchmark("drake-synth", size="tiny"), tmp_path / "data", seed=0)
+    spec = get_benchmark("drake-synth", size="tiny")
+    micro = restrict_spec(spec, [client.tasks[0] for client in spec.clients[:4]])
+    assert len(set(micro.model_mixes["hetero"])) == 2
+    build(micro, tmp_path / "data", seed=0)
     runs = []
     for method in ("sft", "fedavg"):
         for seed in range(3):

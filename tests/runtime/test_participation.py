@@ -7,8 +7,6 @@ import pytest
 import torch
 
 from baselines.base import ClientInfo, Payload, get_method, method_names
-from drake.build import build
-from drake.registry import get_benchmark
 from drake.runtime import LocalRuntime, RunConfig
 from drake.runtime.local import sample_clients
 
@@ -16,8 +14,9 @@ LLAMA, QWEN = "tiny-llava-llama", "tiny-llava-qwen"
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return build(get_benchmark("drake-synth", size="tiny"), tmp_path_factory.mktemp("d"), seed=1)
+def data(micro_synth):
+    """drake-synth's clients 0-3 (tests/conftest.py): Llama clients 0-1, Qwen clients 2-3."""
+    return micro_synth
 
 
 def test_sampling_is_seeded_and_first_round_all_takes_everyone():
@@ -62,18 +61,22 @@ METHODS = [m for m in method_names()
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_finishes_with_frac_and_a_skipped_client(data, tmp_path, method,
                                                                monkeypatch):
-    """``--frac 0.3`` on the hetero scenario, and in round 0 the one sampled client of its
-    architecture fails and is skipped, so that group has no upload that round
+    """``--frac 0.75`` on the hetero scenario (3 of the 4 clients a round; client 0 is never
+    drawn, so it is scored on what it was sent alone), and in round 0 the one sampled client
+    of its architecture fails and is skipped, so that group has no upload that round
     (``fedmosaic-homo`` is single-architecture: its first sampled client fails)."""
     homo = method == "fedmosaic-homo"
     cfg = RunConfig(data=str(data), scenario="dynamic", method=method, out=str(tmp_path / "r"),
                     seed=0, rounds=2, local_steps=1, batch_size=2, eval_per_task=1,
-                    eval_every=2, pretrained=False, mc_scoring="loglik", frac=0.3,
+                    eval_every=2, pretrained=False, mc_scoring="loglik", frac=0.75,
                     on_client_error="skip", model_mix="homo-small" if homo else None,
                     method_hparams={"align_samples": 8}
                     if method.startswith("fedmosaic") else {})
     runtime = LocalRuntime(cfg)
-    first = sample_clients(10, 0.3, 0, 0)
+    n = runtime.data.num_clients
+    first = sample_clients(n, cfg.frac, cfg.seed, 0)
+    assert len(first) < n and set(first) | set(sample_clients(n, cfg.frac, cfg.seed, 1)) != \
+        set(range(n))  # partial participation, and a client that never trains
     archs = [runtime.models[c] for c in first]
     lonely = first[0] if homo else next(c for c, a in zip(first, archs) if archs.count(a) == 1)
     cls = type(runtime.method)
@@ -88,7 +91,7 @@ def test_every_method_finishes_with_frac_and_a_skipped_client(data, tmp_path, me
     res = runtime.run()
     errors = json.loads((tmp_path / "r" / "errors.json").read_text())["client_errors"]
     assert [(e["client"], e["round"]) for e in errors] == [(lonely, 0)]
-    assert res["method"]["hyperparameters"]["frac"] == 0.3
+    assert res["method"]["hyperparameters"]["frac"] == 0.75
     assert res["curves"]["rounds"] == [2]
     from leaderboard.run_result import RunResult
 
