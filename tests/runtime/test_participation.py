@@ -53,6 +53,12 @@ def test_a_group_without_uploads_gets_its_last_mean_again():
     assert msgs[2].tensors["local"]["w"].tolist() == [7.0, 7.0]
 
 
+#: the server-distillation methods on a few public samples (what the test checks is
+#: participation, not distillation)
+KD_HPARAMS = {"perada": {"kd_samples": 8, "kd_steps": 2},
+              "takfl": {"kd_samples": 8, "kd_steps": 2},
+              "fedmkt": {"kd_samples": 8}}
+
 # the LLaVA-capable methods; CLIP-only ones (pFedMMA) have their own test on synth-cls
 METHODS = [m for m in method_names()
            if not m.startswith("test-") and "llava" in get_method(m).kinds]
@@ -70,8 +76,8 @@ def test_every_method_finishes_with_frac_and_a_skipped_client(data, tmp_path, me
                     seed=0, rounds=2, local_steps=1, batch_size=2, eval_per_task=1,
                     eval_every=2, pretrained=False, mc_scoring="loglik", frac=0.75,
                     on_client_error="skip", model_mix="homo-small" if homo else None,
-                    method_hparams={"align_samples": 8}
-                    if method.startswith("fedmosaic") else {})
+                    method_hparams={"align_samples": 8} if method.startswith("fedmosaic")
+                    else KD_HPARAMS.get(method, {}))
     runtime = LocalRuntime(cfg)
     n = runtime.data.num_clients
     first = sample_clients(n, cfg.frac, cfg.seed, 0)
