@@ -173,10 +173,16 @@ class TeacherTargets:
         self.resoftmax, self.top_k = resoftmax, top_k
         self._probs: dict[str, list[torch.Tensor]] = {}
         self._labels: dict[str, list[tuple[torch.Tensor, torch.Tensor]]] = {}
-        self._maps: dict[tuple[str, str], torch.Tensor] = {}
+        self._maps: dict[tuple[str, str], torch.Tensor | None] = {}
+        self._tokenizers: dict[str, Any] = {}
 
-    def _tokens(self, arch: str) -> tuple[Any, list[tuple[torch.Tensor, torch.Tensor]]]:
-        """``arch``'s tokenizer and, per batch, its labelled tokens and their sample rows."""
+    def _tokenizer(self, arch: str) -> Any:
+        if arch not in self._tokenizers:
+            self._tokenizers[arch] = self.server.model(arch, {}, round=self.round).bundle.tokenizer
+        return self._tokenizers[arch]
+
+    def _tokens(self, arch: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per batch, ``arch``'s labelled tokens and their sample rows."""
         if arch not in self._labels:
             handle = self.server.model(arch, {}, round=self.round)
             out = []
@@ -187,7 +193,7 @@ class TeacherTargets:
                 out.append((labels if labels.dim() == 1 else labels[:, 1:][labels[:, 1:] != -100],
                             rows))
             self._labels[arch] = out
-        return self.server.model(arch, {}, round=self.round).bundle.tokenizer, self._labels[arch]
+        return self._labels[arch]
 
     def add(self, arch: str, states: Sequence[Mapping[str, torch.Tensor]],
             temperature: float) -> None:
@@ -203,17 +209,20 @@ class TeacherTargets:
              ) -> list[torch.Tensor]:
         """Per batch, ``probs`` (at the teacher's labelled positions, over its vocabulary) on
         the student's labelled positions and vocabulary."""
-        s_tok, s_labels = self._tokens(student)
-        t_tok, t_labels = self._tokens(teacher)
-        if student == teacher or s_tok.get_vocab() == t_tok.get_vocab():
-            return list(probs)
         from baselines.token_align import transfer, vocab_map
 
-        if (teacher, student) not in self._maps:
-            self._maps[(teacher, student)] = vocab_map(t_tok.get_vocab(), s_tok.get_vocab())
-        vmap, size = self._maps[(teacher, student)], len(s_tok.get_vocab())
+        s_tok, t_tok = self._tokenizer(student), self._tokenizer(teacher)
+        if (teacher, student) not in self._maps:  # None: one vocabulary, nothing to move
+            same = student == teacher or s_tok.get_vocab() == t_tok.get_vocab()
+            self._maps[(teacher, student)] = None if same else vocab_map(t_tok.get_vocab(),
+                                                                         s_tok.get_vocab())
+        vmap = self._maps[(teacher, student)]
+        if vmap is None:
+            return list(probs)
+        size = len(s_tok.get_vocab())
         out = []
-        for p, (s_ids, s_rows), (t_ids, t_rows) in zip(probs, s_labels, t_labels):
+        for p, (s_ids, s_rows), (t_ids, t_rows) in zip(probs, self._tokens(student),
+                                                       self._tokens(teacher)):
             target = torch.zeros(len(s_ids), size, dtype=p.dtype)
             for n in range(int(s_rows.max()) + 1 if len(s_rows) else 0):
                 si, ti = (s_rows == n).nonzero()[:, 0], (t_rows == n).nonzero()[:, 0]
