@@ -448,10 +448,7 @@ class ServerModels:
         rt = self._rt
         if arch not in rt.bundles:
             raise ValueError(f"the server holds no model {arch!r}; it holds {self.archs}")
-        record = ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
-                                        for n, s in rt.init_state[arch].items()})
-        for name, state in adapters.items():
-            record.adapters[name] = {k: v.detach().clone() for k, v in state.items()}
+        record = rt.arch_record(arch, adapters)
         public = self.public
         torch.manual_seed(int(np.random.default_rng([rt.cfg.seed, round, self.STREAM])
                               .integers(2**31)))
@@ -598,8 +595,16 @@ class LocalRuntime:
 
     def fresh_record(self, c: int) -> ClientRecord:
         """Client ``c``'s record before any training: its architecture's fresh adapters."""
-        return ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
-                                      for n, s in self.init_state[self.models[c]].items()})
+        return self.arch_record(self.models[c])
+
+    def arch_record(self, arch: str,
+                    states: Mapping[str, Mapping[str, torch.Tensor]] | None = None
+                    ) -> ClientRecord:
+        """A record of ``arch``'s fresh adapters with copies of ``states`` (``{adapter:
+        state}``) in place of those it names."""
+        adapters = {**self.init_state[arch], **(states or {})}
+        return ClientRecord(adapters={n: {k: v.detach().clone() for k, v in s.items()}
+                                      for n, s in adapters.items()})
 
     def client_steps(self, c: int, round_: int) -> int:
         """Client ``c``'s local steps in ``round_``: the run's (budget or ``local_steps``), or
@@ -692,10 +697,7 @@ class LocalRuntime:
         """The answers of a global model of architecture ``arch`` (``{adapter: (state,
         weight)}``, :meth:`Method.global_model`): fresh adapters with the given states loaded,
         only those active, at their weights."""
-        record = ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
-                                        for n, s in self.init_state[arch].items()})
-        for name, (state, _) in model.items():
-            record.adapters[name] = {k: v.clone() for k, v in state.items()}
+        record = self.arch_record(arch, {name: state for name, (state, _) in model.items()})
         server = self.data.num_clients  # an id no client has
         handle = RuntimeClient(server, arch, self.bundles[arch], self.controls[arch], record, [],
                                self.data, round_=round_, steps=0,
@@ -929,16 +931,14 @@ class LocalRuntime:
         self._eval_stage = "fast_adapt"
         archs = sorted(set(self.models))
         jobs = [(a, t) for a in archs for t in self.data.unseen_tasks]
+        aggregated = {a: self.aggregated_model(a, records) for a in archs}
         self._client_done("fast_adapt", self.rounds - 1, 0, len(jobs))
         for done, (arch, task) in enumerate(jobs, 1):
             train = self.data.unseen_train_samples(task)
             test = list(self.data.unseen_samples(task))
-            starts = {"aggregated": self.aggregated_model(arch, records), "pretrained": {}}
+            starts = {"aggregated": aggregated[arch], "pretrained": {}}
             for start, states in starts.items():
-                record = ClientRecord(adapters={n: {k: v.clone() for k, v in s.items()}
-                                                for n, s in self.init_state[arch].items()})
-                record.adapters.update({n: {k: v.clone() for k, v in s.items()}
-                                        for n, s in states.items()})
+                record = self.arch_record(arch, states)
                 torch.manual_seed(int(np.random.default_rng(
                     [self.cfg.seed, archs.index(arch), self.data.unseen_tasks.index(task),
                      self.FAST_STREAM]).integers(2**31)))
