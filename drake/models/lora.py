@@ -153,10 +153,13 @@ class _seeded:
 
 
 def _split_key(name: str, adapter_name: str) -> str | None:
-    """The adapter-free key of parameter ``name`` if it belongs to ``adapter_name``, else None."""
+    """The adapter-free key of parameter ``name`` if it belongs to ``adapter_name`` (a LoRA
+    matrix, or the adapter's own copy of a fully trained module, peft's ``modules_to_save``),
+    else None."""
     parts = name.split(".")
     for i in range(1, len(parts)):
-        if parts[i] == adapter_name and parts[i - 1].startswith("lora_"):
+        if parts[i] == adapter_name and (parts[i - 1].startswith("lora_")
+                                         or parts[i - 1] == "modules_to_save"):
             key = ".".join(parts[:i] + parts[i + 1:])
             return key[len(_PEFT_PREFIX):] if key.startswith(_PEFT_PREFIX) else key
     return None
