@@ -14,7 +14,7 @@ from drake.catalog import synth as _synth
 from drake.errors import UnknownNameError
 from drake.specs import BenchmarkSpec
 
-SYNTHETIC = ("drake-synth", "synth-cls", "synth-caption")
+SYNTHETIC = ("drake-synth", "synth-cls", "synth-caption", "tap-synth")
 
 
 def _real() -> dict[str, Callable[[], BenchmarkSpec]]:
@@ -35,6 +35,7 @@ _SYNTH: dict[str, Callable[[str], BenchmarkSpec]] = {
     "drake-synth": _synth.drake_synth_benchmark,
     "synth-cls": _synth.synth_cls_benchmark,
     "synth-caption": _synth.synth_caption_benchmark,
+    "tap-synth": _synth.tap_synth_benchmark,
 }
 
 

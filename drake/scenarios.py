@@ -29,7 +29,8 @@ Rules for test rows
   the class has fewer), classes in the client's block order, from a Python ``random.Random``
   seeded with ``shot_seed`` (default the build seed). The others stay unassigned.
 * ``tap_groups`` (TAP): three groups of ten clients with TAP's fixed task sets
-  (:data:`partitioners.TAP_LAYOUTS`, ``layout`` flava or vilt; :func:`partitioners.task_groups`).
+  (:data:`partitioners.TAP_LAYOUTS`, ``layout`` flava or vilt; :func:`partitioners.task_groups`);
+  ``tasks`` maps TAP's task ids to a twin benchmark's (tap-synth).
   TAP scores every client of a pattern on the pattern's whole test set; here a task's test rows
   are dealt evenly to the clients that hold it (``seed + 1``), so the mean over those clients
   is the score on the whole set.
@@ -268,7 +269,10 @@ def partition_table(spec: BenchmarkSpec | None, scenario: ScenarioSpec, root: Pa
         test_rows = _rows(test, [p[p >= n_train] - n_train for p in parts], "test")
         stream_kw = {"task_of_sample": train["task"].to_numpy()}
     elif rule == "tap_groups":
-        layout = P.TAP_LAYOUTS[params["layout"]]
+        # a twin benchmark names its tasks: {TAP's task id: the twin's}
+        twin = dict(params.get("tasks") or {})
+        layout = tuple(tuple((twin.get(t, t), lo, hi) for t, lo, hi in pattern)
+                       for pattern in P.TAP_LAYOUTS[params["layout"]])
         groups = int(params.get("groups", 3))
         train_parts = P.task_groups(train["task"].to_numpy(), layout, groups=groups, seed=seed,
                                     unshuffled=tuple(params.get("unshuffled", ())))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from drake.synth import extra, public, reasoning, relation, unseen, vqa
+from drake.synth import extra, public, reasoning, relation, tap, unseen, vqa
 from drake.synth.common import Ctx, Draft, GenerationError
 from drake.synth.knobs import DEFAULT_KNOBS, Knobs
 from drake.synth.scene import (
@@ -48,6 +48,7 @@ GROUPS = (
     "public",
     "cls",
     "caption",
+    "tap",
 )
 
 
@@ -214,10 +215,35 @@ SYNTH_TASKS: Mapping[str, SynthTask] = MappingProxyType(dict([
     _t("synth-caption", None, "caption", (1, 1),
        "describe a scene in several sentences (alternative captions in meta.references)",
        answer_type="captioning", metric="caption"),
+    # tap-synth: TAP's eight datasets (drake.synth.tap)
+    _t("tap-synth-objects", "tiny-imagenet", "tap", (1, 1),
+       "one shape; class = colour x fill x shape (192)", answer_type="classification"),
+    _t("tap-synth-coarse", "cifar100", "tap", (1, 1),
+       "one shape; class = colour x shape (64), any fill", answer_type="classification"),
+    _t("tap-synth-item", "fashion-mnist", "tap", (1, 1),
+       "reconstruct one centred shape on a plain background (64x64)",
+       answer_type="captioning", metric="mse"),
+    _t("tap-synth-scene", "caltech256", "tap", (1, 1),
+       "reconstruct a scene of one to four shapes (64x64)", answer_type="captioning",
+       metric="mse"),
+    _t("tap-synth-topic", "ag-news", "tap", (0, 0),
+       "text only: a described scene; class = the colour of its one large shape (4)",
+       answer_type="classification"),
+    _t("tap-synth-quiz", "mmlu", "tap", (0, 0),
+       "text only: a described scene and a lettered question on colour, shape or place, "
+       "answered as 'Answer on <subject>: <letter>. <option>'",
+       answer_type="open_ended", metric="generation"),
+    _t("tap-synth-vqa", "vqav2-small", "tap", (1, 1),
+       "a question on the picture (colour, count, yes/no), answered as 'Answer: <answer>'",
+       answer_type="open_ended", metric="generation"),
+    _t("tap-synth-describe", "common-gen", "tap", (0, 0),
+       "text only: lettered concepts to one sentence, answered as 'Description: <sentence>'",
+       answer_type="open_ended", metric="generation"),
 ]))
 # fmt: on
 """Every drake-synth task by id: the 40 client twins in DRAKE's released client order, the 7
-unseen twins, the three public-split tasks, synth-cls and synth-caption."""
+unseen twins, the three public-split tasks, synth-cls, synth-caption, and tap-synth's eight
+twins of TAP's datasets."""
 
 _GENERATORS = MappingProxyType(
     {
@@ -227,6 +253,7 @@ _GENERATORS = MappingProxyType(
         **unseen.GENERATORS,
         **extra.GENERATORS,
         **public.GENERATORS,
+        **tap.GENERATORS,
     }
 )
 

@@ -117,6 +117,15 @@ DEFAULT_KNOBS: Mapping[str, Knobs] = MappingProxyType(
         "synth-public-formats": K(objects=(0, 9)),
         "synth-cls": K(objects=(0, 0)),
         "synth-caption": K(objects=(1, 4)),
+        # tap-synth (drake.synth.tap)
+        "tap-synth-objects": K(objects=(0, 0)),
+        "tap-synth-coarse": K(objects=(0, 0)),
+        "tap-synth-item": K(objects=(0, 0)),
+        "tap-synth-scene": K(objects=(1, 4)),
+        "tap-synth-topic": K(objects=(2, 4)),
+        "tap-synth-quiz": K(objects=(2, 4)),
+        "tap-synth-vqa": K(objects=(1, 4)),
+        "tap-synth-describe": K(objects=(1, 2)),
     }
 )
 """Default knobs per task id; notes: in synth-quality-{pair,triple,what,yesno} ``degradation``
