@@ -10,6 +10,7 @@ class SFT(Method):
     """Local fine-tuning only: the lower bound every federated method must beat on Others."""
 
     name = "sft"
+    kinds = ("llava", "clip", "tap")  # TAP's "Local" baseline on its multi-task model
 
     def local_train(self, client) -> Payload:
         loss = self.train_adapter(client, "local", client.steps)

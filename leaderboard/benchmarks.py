@@ -81,6 +81,7 @@ _FALLBACK: tuple[tuple[str, str], ...] = (
     ("cifar10-dir", "classification"),
     ("cifar100-dir", "classification"),
     ("tap", "generation"),
+    ("tap-synth", "generation"),
     ("fedilora", "generation"),
 )
 
@@ -222,7 +223,7 @@ def check_scenario_name(
         if not m:
             raise _fail(benchmark, name, "dir-alpha<alpha>-<k>clients-per-domain")
         _check_alpha(benchmark, name, m.group(1), partition)
-    elif benchmark == "tap":
+    elif benchmark in ("tap", "tap-synth"):
         if not _TAP.fullmatch(name):
             raise _fail(benchmark, name, f"<flava|vilt>-<{'|'.join(TAP_TASKS)}>")
     elif benchmark == "fedilora":

@@ -167,6 +167,9 @@ TAP_TASKS: Mapping[str, str] = MappingProxyType(
 )
 """TAP task -> task kind; a TAP scenario is ``<backbone>-<task>``."""
 
+TAP_BENCHMARKS = ("tap", "tap-synth")
+"""TAP's benchmark and its offline twin (whose tasks carry the names of those they stand for)."""
+
 _TAP_KIND_METRICS: Mapping[str, tuple[tuple[str, ...], str]] = MappingProxyType(
     {
         "classification": (("accuracy",), "accuracy"),
@@ -229,7 +232,7 @@ def _tap_task(scenario: str) -> str:
     task = scenario.split("-", 1)[1] if "-" in scenario else ""
     if task not in TAP_TASKS:
         raise SubmissionError(
-            f"scenario {scenario!r} of benchmark 'tap' names no TAP task; use "
+            f"scenario {scenario!r} of a TAP benchmark names no TAP task; use "
             f"<flava|vilt>-<{'|'.join(TAP_TASKS)}>"
         )
     return task
@@ -244,7 +247,7 @@ def _protocol(protocol: str) -> ProtocolSpec:
 def allowed_metrics(protocol: str, benchmark: str, scenario: str) -> frozenset[str]:
     """Metric names an entry of this protocol, benchmark and scenario may carry."""
     spec = _protocol(protocol)
-    if benchmark == "tap":
+    if benchmark in TAP_BENCHMARKS:
         return frozenset(_TAP_KIND_METRICS[TAP_TASKS[_tap_task(scenario)]][0])
     names = set(spec.required) | set(spec.optional)
     if protocol == "classification":
@@ -255,7 +258,7 @@ def allowed_metrics(protocol: str, benchmark: str, scenario: str) -> frozenset[s
 def primary_metric(protocol: str, benchmark: str, scenario: str) -> str:
     """The ranking metric of a benchmark and scenario (see the module docstring)."""
     spec = _protocol(protocol)
-    if benchmark == "tap":
+    if benchmark in TAP_BENCHMARKS:
         return _TAP_KIND_METRICS[TAP_TASKS[_tap_task(scenario)]][1]
     if spec.primary is not None:
         return spec.primary

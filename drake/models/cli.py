@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drake.models.zoo import CLIP_ZOO, TINY_MODELS, ZOO, ModelInfo, cache_dir
+from drake.models.zoo import CLIP_ZOO, TAP_ZOO, TINY_MODELS, ZOO, ModelInfo, cache_dir
 
 __all__ = ["add_cli", "cmd_models_list", "cmd_models_pretrain"]
 
@@ -34,6 +34,9 @@ def cmd_models_list(args: argparse.Namespace) -> int:
         table.add_row(info.name, info.hf_id or "-", "clip (classifier)", info.params,
                       str(info.size_rank), _lora_column(info),
                       _offline(info, root, args.cache_dir, "pretrained in the cache"))
+    for info in TAP_ZOO.values():  # TAP's multi-task, multi-modal model (its LoRA is TAP's)
+        table.add_row(info.name, info.hf_id or "-", "flava (TAP's model)", info.params,
+                      str(info.size_rank), "TAP's", "yes (untrained only: no pretraining yet)")
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
         console = Console(width=200)

@@ -76,6 +76,8 @@ def pretrained_missing(name: str, root: Path | None = None) -> list[str]:
     info = get_info(name, any_hub_id=True)
     if not info.offline:
         return []
+    if info.kind == "tap":  # pretraining of the TAP model's encoders is not written yet
+        return [f"{info.name}'s pretrained weights (none exist yet; run it --untrained)"]
     if info.kind == "clip":  # its image tower is the shipped tiny LLaVA tower, whatever root
         return [] if shipped_folder(TINY_MODELS[0]) is not None else [
             f"the shipped {TINY_MODELS[0]} weights"]
@@ -162,7 +164,9 @@ def load_model(
         reached (or ``HF_HUB_OFFLINE=1``).
     """
     info = get_info(name, any_hub_id=True)
-    if info.kind == "clip" and info.offline:
+    if info.kind == "tap":
+        bundle = _load_tiny_tap(info, pretrained, seed, vocab)
+    elif info.kind == "clip" and info.offline:
         bundle = _load_tiny_clip(info, cache_dir, pretrained, seed, vocab)
     elif info.kind == "clip":
         bundle = _load_hub_clip(info, device, dtype)
@@ -286,6 +290,30 @@ def _load_tiny_clip(info: ModelInfo, root: Path | None, pretrained: bool, seed: 
                                  f"`drake models pretrain --model {info.name}`")
     return ClipBundle(info.name, info, model, tokenizer,
                       pixel_fn=lambda images: clip_pixels(images, TINY_IMAGE_SIZE))
+
+
+#: The tiny TAP model's encoder sizes: width 64, two layers per encoder (four multimodal, for
+#: stacks up to two deep), 32-pixel encoder input in 8-pixel patches, prompts up to 192 tokens.
+TINY_TAP = {"hidden": 64, "layers": 2, "image_side": 32, "patch": 8, "text_positions": 192}
+
+
+def _load_tiny_tap(info: ModelInfo, pretrained: bool, seed: int, vocab: Sequence[str] | None):
+    """``tiny-tap``: a small FLAVA from a config with drake-synth's tokenizer, as a
+    :class:`~drake.models.tap_bundle.TapBundle` (bound to its tasks by the runtime)."""
+    from drake.models.tap import tiny_flava
+    from drake.models.tap_bundle import TapBundle
+
+    if pretrained:
+        raise ModelNotPretrained(
+            f"{info.name} has no pretrained weights yet (pretraining the TAP model's encoders on "
+            f"drake-synth's public split is not written); load it with pretrained=False "
+            f"(`drake eval --untrained`) for random encoders")
+    tokenizer = build_tokenizer(synth_vocabulary() if vocab is None else vocab)
+    flava = tiny_flava(len(tokenizer), hidden=TINY_TAP["hidden"], layers=TINY_TAP["layers"],
+                       image_side=TINY_TAP["image_side"], patch=TINY_TAP["patch"],
+                       text_positions=TINY_TAP["text_positions"], seed=seed)
+    return TapBundle(info.name, info, flava, tokenizer,
+                     max_text_tokens=TINY_TAP["text_positions"])
 
 
 # --------------------------------------------------------------------------------- real

@@ -65,7 +65,8 @@ class ModelInfo:
         Human-readable parameter count, for ``drake models list``.
     kind : str
         ``"llava"`` (a vision-language model that writes answers: :class:`ModelBundle`) or
-        ``"clip"`` (a dual encoder that classifies: :class:`~drake.models.clip.ClipBundle`).
+        ``"clip"`` (a dual encoder that classifies: :class:`~drake.models.clip.ClipBundle`) or
+        ``"tap"`` (TAP's multi-task, multi-modal model: :class:`~drake.models.tap_bundle.TapBundle`).
     """
 
     name: str
@@ -141,6 +142,13 @@ CLIP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
                               _CLIP_LORA, "151M", kind="clip"),
 })
 
+#: The TAP-kind models (TAP's multi-task, multi-modal model, :mod:`drake.models.tap`): a tiny
+#: FLAVA built from a config. Its LoRA settings are TAP's own (:func:`drake.models.tap.add_tap_lora`).
+TAP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
+    "tiny-tap": ModelInfo("tiny-tap", None, "flava", 0, True, MappingProxyType(
+        {"r": 4, "alpha": 8, "dropout": 0.0, "target_regex": None}), "1.6M", kind="tap"),
+})
+
 #: The default model of each protocol's benchmarks when a benchmark declares no model mix.
 DEFAULT_MODEL = MappingProxyType({"classification": "tiny-clip", "base_novel": "tiny-clip",
                                   "generation": "tiny-llava-llama",
@@ -169,6 +177,8 @@ def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
         return ZOO[name]
     if name in CLIP_ZOO:
         return CLIP_ZOO[name]
+    if name in TAP_ZOO:
+        return TAP_ZOO[name]
     info = _BY_HF_ID.get(str(name).lower())
     if info is not None:
         return info
@@ -180,7 +190,7 @@ def get_info(name: str, *, any_hub_id: bool = False) -> ModelInfo:
         return ModelInfo(name, name, family, len(_ENTRIES), False, _REAL_LORA, "?")
     raise UnknownNameError(
         f"unknown model {name!r}; `drake models list` shows the known ones: "
-        f"{', '.join((*ZOO, *CLIP_ZOO))} (or their Hugging Face ids)"
+        f"{', '.join((*ZOO, *CLIP_ZOO, *TAP_ZOO))} (or their Hugging Face ids)"
     )
 
 

@@ -225,14 +225,16 @@ def make_method(name: str, lr: float, hparams: Mapping[str, Any]) -> Method:
 def install_models(method: Method, archs: Sequence[str], *, seed: int, pretrained: bool,
                    cache: Path | None, lora_r: int | None = None, lora_alpha: int | None = None,
                    protocol: str = "self_others", classes: Sequence[str] | None = None,
-                   task: str | None = None) -> tuple[dict[str, Any], dict[str, Any], Any]:
+                   task: str | None = None, tap_layout: Any = None
+                   ) -> tuple[dict[str, Any], dict[str, Any], Any]:
     """Load one frozen base model per architecture and install ``method``'s adapters on it.
 
     Returns ``(bundles, controls, proxy)``: the bundles by architecture, the adapter controls
     by architecture, and the method's adapter-free proxy (a copy of the smallest architecture,
     SIMA's) or None. ``classes`` are the class names a CLIP model scores (the plan's training
     classes) and ``task`` the task they belong to; a CLIP model under a protocol without them
-    is an error. The method's ``setup``
+    is an error; ``tap_layout`` (a :class:`~drake.models.tap.TapLayout`) names the tasks a TAP
+    model is built for. The method's ``setup``
     (FedMosaic's alignment) is the caller's next step.
     """
     from drake.models import load_model
@@ -247,6 +249,11 @@ def install_models(method: Method, archs: Sequence[str], *, seed: int, pretraine
                              f"or --model / --model-mix")
         torch.manual_seed(seed)
         bundle = load_model(arch, cache_dir=cache, pretrained=pretrained, seed=seed)
+        if kind == "tap":
+            if tap_layout is None:
+                raise DrakeError(f"{arch} is TAP's multi-task model: it is built for a run's "
+                                 f"tasks, and the {protocol} protocol names none")
+            bundle.bind(tap_layout)
         for p in bundle.model.parameters():
             p.requires_grad_(False)
         if getattr(bundle, "kind", "llava") == "clip":
@@ -296,13 +303,18 @@ def install_adapters(method: Method, bundles: Mapping[str, Any], *, seed: int,
             model = bundle.model
             for i, (name, acfg) in enumerate(method.adapters().items()):
                 init = int(np.random.default_rng([seed, i]).integers(2**31))
+                if hasattr(bundle, "add_adapter"):  # a kind with adapters of its own (TAP's)
+                    model = bundle.add_adapter(model, name, seed=init)
+                    continue
                 model = add_lora(model, name, r=acfg.r or lora["r"], seed=init,
                                  alpha=acfg.alpha or lora["alpha"],
                                  dropout=acfg.dropout if acfg.dropout is not None
                                  else lora["dropout"],
                                  target_regex=restrict_targets(
                                      acfg.target_regex or lora["target_regex"], acfg.modules))
-            control = PeftAdapters(model, list(method.adapters()))
+            control = bundle.adapter_control(model, list(method.adapters())) \
+                if hasattr(bundle, "adapter_control") else PeftAdapters(model,
+                                                                      list(method.adapters()))
         bundle.model = control.model
         controls[arch] = control
     return controls
@@ -551,13 +563,28 @@ class LocalRuntime:
             pretrained=self.cfg.pretrained, cache=cache, lora_r=self.cfg.lora_r,
             lora_alpha=self.cfg.lora_alpha, protocol=self.protocol,
             classes=getattr(self.plan, "train_classes", None),
-            task=getattr(self.plan, "task", None))
+            task=getattr(self.plan, "task", None), tap_layout=self._tap_layout())
         self.method.server = ServerModels(self)
         # methods cache reusable artefacts next to the models, never in a folder of their own
         self.method.setup(self.bundles, self.data.public_samples(), seed=self.cfg.seed,
                           cache_dir=cache if cache is not None else default_cache_dir())
         self.init_state = {arch: {n: control.state(n) for n in control.names}
                            for arch, control in self.controls.items()}
+
+    def _tap_layout(self) -> Any:
+        """The tasks a TAP model of this run holds (those some client trains on), or None when
+        no client runs a TAP model."""
+        from drake.models.zoo import get_info
+
+        if all(get_info(a, any_hub_id=True).kind != "tap" for a in set(self.models)):
+            return None
+        from drake.models.tap_bundle import layout_for
+
+        held = {t for c in range(self.data.num_clients) for t in self.data.client_tasks[c]}
+        specs = [t for t in self.data.spec["tasks"] if t["id"] in held]
+        classes = {t["id"]: max(self.data.class_names(t["id"]), default=-1) + 1
+                   for t in specs if t.get("answer_type") == "classification"}
+        return layout_for(specs, classes)
 
     @staticmethod
     def _check_pretrained(archs: Sequence[str], cache: Path | None) -> None:
