@@ -19,6 +19,7 @@ from baselines import (  # noqa: F401  (registration)
     promptfl,
     sft,
     takfl,
+    tap,
     zeroshot,
 )
 from baselines.base import (

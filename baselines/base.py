@@ -68,11 +68,13 @@ class AdapterConfig:
 
 @dataclass(frozen=True)
 class ClientInfo:
-    """What the server knows of a client: id, architecture, samples seen."""
+    """What the server knows of a client: id, architecture, samples seen, and its own tasks
+    (TAP's server sends each client the components of its tasks only)."""
 
     id: int
     arch: str
     num_samples: int
+    tasks: tuple[str, ...] = ()
 
 
 class ClientHandle(Protocol):
@@ -84,6 +86,8 @@ class ClientHandle(Protocol):
     steps: int
     num_samples: int
     batch_size: int
+    #: the client's own tasks (empty for the server's handle)
+    tasks: Sequence[str]
 
     def get(self, adapter: str) -> State: ...
 
@@ -158,6 +162,10 @@ class ServerHandle(Protocol):
         adapters fresh), whose training data are the public samples; ``lr`` and ``optimizer``
         default to the run's and the method's. Seeded by the run's seed and ``round``; nothing
         it does reaches a client's record."""
+
+    def task_modules(self, arch: str, tasks: Sequence[str]) -> list[str] | None:
+        """The modules of ``arch``'s model that ``tasks`` run through, or None where every task
+        runs through all of it (TAP's model holds parts per modality and task)."""
 
 
 class AdapterSet(Protocol):

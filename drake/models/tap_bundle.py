@@ -112,6 +112,8 @@ class TapBundle:
         self.max_text_tokens = int(max_text_tokens)
         self.model: Any = flava  # the TapModel once bound (then a peft model of it)
         self.layout: TapLayout | None = None
+        #: each task's loss in the last :meth:`loss` call
+        self.last_losses: dict[str, float] = {}
         self.bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None \
             else tokenizer.cls_token_id
         self.eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None \
@@ -217,10 +219,19 @@ class TapBundle:
         return {t: self.tap.loss(t, b) for t, b in batch["tasks"].items()}
 
     def loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
-        """``sum_o (|H_o| / |H|) * l_o`` (TAP's task weighting)."""
+        """``sum_o (|H_o| / |H|) * l_o`` (TAP's task weighting); each task's own loss stays in
+        :attr:`last_losses` (TAP's per-task histories)."""
         total = sum(batch["counts"].values())
         losses = self.task_losses(batch)
+        self.last_losses = {t: float(v.detach()) for t, v in losses.items()}
         return sum(losses[t] * (batch["counts"][t] / total) for t in losses)
+
+    def label_logits(self, batch: Mapping[str, Any]
+                     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """Each task's outputs and its labels (none for a reconstruction): what distillation
+        between two adapters compares."""
+        return self.outputs(batch), {t: b["labels"] for t, b in batch["tasks"].items()
+                                     if "labels" in b}
 
     def outputs(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """Each task's raw output (logits, or a normalised image) on its part of the batch."""

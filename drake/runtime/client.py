@@ -116,6 +116,14 @@ class RuntimeClient:
         for name, state in record.adapters.items():
             control.load(name, state)
 
+    @property
+    def tasks(self) -> list[str]:
+        """The client's own tasks (none for the server's handle)."""
+        data = self.data
+        if data is None or not hasattr(data, "client_tasks") or self.id >= data.num_clients:
+            return []
+        return list(data.client_tasks[self.id])
+
     # --- state ---------------------------------------------------------------------------
     def get(self, adapter: str) -> dict[str, torch.Tensor]:
         return self.control.state(adapter)

@@ -454,6 +454,14 @@ class ServerModels:
     def public(self) -> Sequence[Mapping[str, Any]]:
         return self._rt.data.public_samples()
 
+    def task_modules(self, arch: str, tasks: Sequence[str]) -> list[str] | None:
+        """The modules of ``arch``'s model that ``tasks`` run through (TAP's model: their
+        encoders, stacks, experts and heads), or None where every task runs through all of it."""
+        tap = getattr(self._rt.bundles[arch], "tap", None)
+        if tap is None:
+            return None
+        return sorted({m for t in tasks for m in tap.task_modules(t)})
+
     def model(self, arch: str, adapters: Mapping[str, Mapping[str, torch.Tensor]], *,
               round: int, lr: float | None = None,
               optimizer: tuple[str, Mapping[str, Any]] | None = None) -> RuntimeClient:
@@ -887,7 +895,8 @@ class LocalRuntime:
             uploads = self.train_round(r, st.records, st.pending, st.errors)
             for hook in hooks:
                 hook.on_train_end(self, st, r)
-            infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)))
+            infos = {c: ClientInfo(c, self.models[c], len(self.data.streams[c].seen(r)),
+                                   tuple(self.data.client_tasks[c]))
                      for c in range(self.data.num_clients)}
             messages = self.method.aggregate(uploads, infos, r) if uploads else {}
             st.pending.update(messages)

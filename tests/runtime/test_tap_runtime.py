@@ -18,11 +18,11 @@ def tap_synth(tmp_path_factory):
     return build(get_benchmark("tap-synth", size="tiny"), tmp_path_factory.mktemp("tap"), seed=0)
 
 
-def test_local_baseline_runs_every_tap_task_by_its_metric(tap_synth, tmp_path, capsys):
-    out = tmp_path / "sft"
-    argv = ["eval", "--method", "sft", "--data", str(tap_synth), "--scenario", "vilt-30",
-            "--rounds", "1", "--local-steps", "1", "--eval-per-task", "2", "--untrained",
-            "--out", str(out)]
+def test_tap_fedavg_runs_every_tap_task_by_its_metric(tap_synth, tmp_path, capsys):
+    out = tmp_path / "fedavg"
+    argv = ["eval", "--method", "tap-fedavg", "--data", str(tap_synth), "--scenario",
+            "vilt-30", "--rounds", "1", "--local-steps", "1", "--eval-per-task", "2",
+            "--untrained", "--hp", "post_steps=1", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err
     results = json.loads((out / "results.json").read_text())
     assert results["protocol"] == "generation"
