@@ -1,5 +1,6 @@
-"""TAP (Two-stage Adaptive Personalization, TAP §3.2-3.3, Alg. 1) and TAP's FedAvg, on TAP's
-multi-task, multi-modal model (the ``tap`` model kind, :mod:`drake.models.tap`).
+"""TAP (Two-stage Adaptive Personalization, TAP §3.2-3.3, Alg. 1), and its baselines TAP's
+FedAvg and DisentAFL, on TAP's multi-task, multi-modal model (the ``tap`` model kind,
+:mod:`drake.models.tap`).
 
 Every client holds two copies of its part of the model: the FL copy ``W`` (adapter ``local``)
 and the personal model ``X`` (adapter ``personal``). In a round a selected client
@@ -40,7 +41,8 @@ import torch.nn.functional as F
 from baselines.base import AdapterConfig, ClientInfo, Method, Payload, State, register
 from baselines.distill import kd_loss
 
-__all__ = ["TapFedAvg", "Tap", "component_mean", "kd_term", "replaced", "task_keys"]
+__all__ = ["DisentAFL", "Tap", "TapFedAvg", "component_mean", "disentanglement", "kd_term",
+           "replaced", "task_keys"]
 
 #: task kinds that take the smaller margin (TAP Tab. 22)
 SMALL_MARGIN_KINDS = ("image_generation", "text_classification")
@@ -83,6 +85,20 @@ def component_mean(states: Sequence[State], weights: Sequence[float]) -> State:
     return out
 
 
+def disentanglement(latents: Mapping[tuple[str, str], torch.Tensor]) -> torch.Tensor:
+    """DisentAFL's orthogonality term: the representations of each (modality, task kind) pair
+    (rows of ``latents[pair]``) L2-normalised; for every two different pairs, the mean squared
+    cosine over all their row pairs; the mean over the pairs of pairs. Zero with fewer than two
+    pairs (a client of one modality and one task has nothing to disentangle)."""
+    keys = sorted(latents)
+    if len(keys) < 2:
+        return torch.zeros(())
+    unit = {k: F.normalize(latents[k], dim=-1) for k in keys}
+    terms = [(unit[a] @ unit[b].T).pow(2).mean() for i, a in enumerate(keys)
+             for b in keys[i + 1:]]
+    return torch.stack(terms).mean()
+
+
 def kd_term(kind: str, student: torch.Tensor, teacher: torch.Tensor,
             labels: torch.Tensor | None = None, temperature: float = 1.0) -> torch.Tensor:
     """TAP's Eq. 5 for one task's outputs: ``T^2 KL(softmax(z_t/T) || softmax(z_s/T))``, the
@@ -114,9 +130,13 @@ class _TapCommon(Method):
         modules = [m for ms in self._modules(client).values() for m in ms]
         return {k: state[k] for k in task_keys(list(state), modules)}
 
+    #: weight of DisentAFL's orthogonality term in local training (0: none)
+    disent_weight = 0.0
+
     def _train(self, client, adapter: str, steps: int, kd=None) -> dict[str, float]:
-        """``steps`` iterations of TAP's task-share weighted loss (plus ``kd(batch)``); returns
-        each task's mean training loss over the iterations that held it."""
+        """``steps`` iterations of TAP's task-share weighted loss (plus ``kd(batch)``, plus
+        DisentAFL's term where it has a weight); returns each task's mean training loss over
+        the iterations that held it."""
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
         for _ in range(steps):
@@ -125,6 +145,8 @@ class _TapCommon(Method):
             for task, value in client.bundle.last_losses.items():
                 sums[task] = sums.get(task, 0.0) + value
                 counts[task] = counts.get(task, 0) + 1
+            if self.disent_weight:
+                loss = loss + self.disent_weight * disentanglement(client.bundle.last_latents)
             if kd is not None:
                 loss = loss + kd(batch)
             client.step(adapter, loss)
@@ -187,6 +209,21 @@ class TapFedAvg(_TapCommon):
 
     def post_fl(self, client) -> None:
         self._train(client, "local", self.post_steps)  # nothing where post_steps is 0
+
+
+@register
+class DisentAFL(TapFedAvg):
+    """DisentAFL (Chen & Zhang 2024) as TAP runs it: TAP's FedAvg with an auxiliary loss that
+    makes the private representations of different (modality, task) pairs orthogonal
+    (:func:`disentanglement`, weight 0.5; the release's latent is the private path's MoTE
+    output, mean-pooled). ``post_steps`` > 0 is "DisentAFL + Post-train", with the same term."""
+
+    name = "disentafl"
+
+    def __init__(self, lr: float = 3e-4, post_steps: int = 0, disent_weight: float = 0.5,
+                 **hp) -> None:
+        super().__init__(lr=lr, post_steps=post_steps, disent_weight=disent_weight, **hp)
+        self.disent_weight = float(disent_weight)
 
 
 @register

@@ -373,17 +373,24 @@ class TapModel(nn.Module):
     # ------------------------------------------------------------------ forward
 
     def _path(self, x: torch.Tensor, mask: torch.Tensor, modality: str, kind: str,
-              path: str) -> torch.Tensor:
+              path: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The path's pooled output, and its pooled MoTE output (DisentAFL's latent)."""
         keys = {"m": modality, "k": kind}
         mote, mote_expert, mome, mome_expert = (keys.get(p, p) for p in PATHS[path])
         additive = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
-        h = self.mote[mote](x, additive, mote_expert)
-        h = self.mome[mome](h, additive, mome_expert)
-        weights = mask.to(h.dtype).unsqueeze(-1)
-        return (h * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+        weights = mask.to(x.dtype).unsqueeze(-1)
 
-    def features(self, task: str, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """The pooled vector of every path and modality, ``[B, P, H]`` (P = 4 per modality)."""
+        def pool(h: torch.Tensor) -> torch.Tensor:
+            return (h * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+
+        middle = self.mote[mote](x, additive, mote_expert)
+        return pool(self.mome[mome](middle, additive, mome_expert)), pool(middle)
+
+    def features(self, task: str, batch: Mapping[str, torch.Tensor],
+                 latents: dict[tuple[str, str], torch.Tensor] | None = None) -> torch.Tensor:
+        """The pooled vector of every path and modality, ``[B, P, H]`` (P = 4 per modality).
+        ``latents``, if given, receives each modality's private MoTE output, mean-pooled, under
+        ``(modality, kind)``: the representations DisentAFL makes orthogonal."""
         spec = self.layout.task(task)
         pooled = []
         for modality in spec.modalities:
@@ -391,12 +398,18 @@ class TapModel(nn.Module):
             shared_x = self.shared_proj(x)
             for path, route in PATHS.items():
                 start = shared_x if route[0] == SHARED else x
-                pooled.append(self._path(start, mask, modality, spec.kind, path))
+                out, middle = self._path(start, mask, modality, spec.kind, path)
+                pooled.append(out)
+                if latents is not None and path == "private":
+                    key = (modality, spec.kind)
+                    latents[key] = torch.cat([latents[key], middle]) if key in latents \
+                        else middle
         return torch.stack(pooled, dim=1)
 
-    def forward(self, task: str, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def forward(self, task: str, batch: Mapping[str, torch.Tensor],
+                latents: dict[tuple[str, str], torch.Tensor] | None = None) -> torch.Tensor:
         spec = self.layout.task(task)
-        paths = self.features(task, batch)
+        paths = self.features(task, batch, latents)
         if spec.kind == "text_generation":
             return self.heads["text_generation"](batch["decoder_input_ids"], paths)
         feature = paths.mean(dim=1)
@@ -404,11 +417,12 @@ class TapModel(nn.Module):
             return self.heads["image_generation"](feature)
         return self.heads[task](feature)
 
-    def loss(self, task: str, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def loss(self, task: str, batch: Mapping[str, torch.Tensor],
+             latents: dict[tuple[str, str], torch.Tensor] | None = None) -> torch.Tensor:
         """The task's loss: cross-entropy (classification; text generation over the answer's
         tokens, ``labels`` -100 elsewhere) or the MSE to the normalised input image
-        (reconstruction)."""
-        out = self(task, batch)
+        (reconstruction). ``latents`` as :meth:`features`."""
+        out = self(task, batch, latents)
         kind = self.layout.task(task).kind
         if kind == "image_generation":
             return F.mse_loss(out, batch["pixel_values"])

@@ -112,8 +112,9 @@ class TapBundle:
         self.max_text_tokens = int(max_text_tokens)
         self.model: Any = flava  # the TapModel once bound (then a peft model of it)
         self.layout: TapLayout | None = None
-        #: each task's loss in the last :meth:`loss` call
+        #: each task's loss in the last :meth:`loss` call, and its private latents
         self.last_losses: dict[str, float] = {}
+        self.last_latents: dict[tuple[str, str], torch.Tensor] = {}
         self.bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None \
             else tokenizer.cls_token_id
         self.eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None \
@@ -214,15 +215,20 @@ class TapBundle:
 
     # ------------------------------------------------------------------ losses
 
-    def task_losses(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
-        """Each task's loss on its part of the batch."""
-        return {t: self.tap.loss(t, b) for t, b in batch["tasks"].items()}
+    def task_losses(self, batch: Mapping[str, Any],
+                    latents: dict[tuple[str, str], torch.Tensor] | None = None
+                    ) -> dict[str, torch.Tensor]:
+        """Each task's loss on its part of the batch (``latents``: see
+        :meth:`~drake.models.tap.TapModel.features`)."""
+        return {t: self.tap.loss(t, b, latents) for t, b in batch["tasks"].items()}
 
     def loss(self, batch: Mapping[str, Any]) -> torch.Tensor:
         """``sum_o (|H_o| / |H|) * l_o`` (TAP's task weighting); each task's own loss stays in
-        :attr:`last_losses` (TAP's per-task histories)."""
+        :attr:`last_losses` (TAP's per-task histories) and the private latents of the pass in
+        :attr:`last_latents` (DisentAFL's loss, in the same graph)."""
         total = sum(batch["counts"].values())
-        losses = self.task_losses(batch)
+        self.last_latents = {}
+        losses = self.task_losses(batch, self.last_latents)
         self.last_losses = {t: float(v.detach()) for t, v in losses.items()}
         return sum(losses[t] * (batch["counts"][t] / total) for t in losses)
 

@@ -15,9 +15,11 @@ import torch.nn.functional as F
 
 from baselines.base import ClientInfo, Payload
 from baselines.tap import (
+    DisentAFL,
     Tap,
     TapFedAvg,
     component_mean,
+    disentanglement,
     kd_term,
     replaced,
     replacement_flags,
@@ -110,6 +112,51 @@ def test_server_keeps_components_and_sends_each_client_its_part():
     out = method.aggregate({2: Payload({"local": up2})}, clients, 1)
     assert float(out[1].tensors["local"]["heads.news.w"]) == 2.0
     assert float(out[1].tensors["local"]["shared.w"]) == 1.0
+
+
+def test_disentanglement_by_hand():
+    a = torch.tensor([[1.0, 0.0], [2.0, 0.0]])  # both along x
+    b = torch.tensor([[1.0, 1.0]])  # 45 degrees: cos^2 = 1/2
+    c = torch.tensor([[0.0, 3.0]])  # orthogonal to a
+    assert float(disentanglement({("image", "k"): a, ("text", "k"): b})) == pytest.approx(0.5)
+    # pairs (a, b) 0.5, (a, c) 0, (b, c) 0.5: their mean
+    assert float(disentanglement({("i", "1"): a, ("i", "2"): b, ("t", "1"): c})) == \
+        pytest.approx(1 / 3)
+    assert float(disentanglement({("image", "k"): a})) == 0.0  # one pair: nothing to split
+    assert DisentAFL().disent_weight == 0.5 and TapFedAvg().disent_weight == 0.0
+
+
+def test_latents_are_split_by_modality_and_task_kind():
+    """A batch of a VQA task (picture and text) and a text classification gives three pairs;
+    each latent is the private path's MoTE output, mean-pooled over real tokens."""
+    from drake.models import load_model
+    from drake.models.tap import SHARED
+    from drake.models.tap_bundle import layout_for
+    from drake.synth import generate_sample
+
+    tasks = ["tap-synth-vqa", "tap-synth-topic"]
+    specs = [t.to_dict() for t in get_benchmark("tap-synth", size="tiny").tasks
+             if t.id in tasks]
+    bundle = load_model("tiny-tap", pretrained=False, seed=0)
+    bundle.bind(layout_for(specs, {"tap-synth-topic": 4}))
+    samples = [generate_sample(t, "train", i, seed=0) for i in range(3) for t in tasks]
+    batch = bundle.collate(samples)
+    with torch.no_grad():
+        bundle.loss(batch)
+    latents = bundle.last_latents
+    assert {k: tuple(v.shape) for k, v in latents.items()} == {
+        ("image", "text_generation"): (3, 64), ("text", "text_generation"): (3, 64),
+        ("text", "text_classification"): (3, 64)}
+    topic = batch["tasks"]["tap-synth-topic"]
+    tap = bundle.tap
+    with torch.no_grad():
+        x, mask = tap.encoders["text"](topic)
+        add = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        h = tap.mote["text"](x, add, "text_classification")
+        w = mask.float().unsqueeze(-1)
+        want = (h * w).sum(1) / w.sum(1)
+    torch.testing.assert_close(latents[("text", "text_classification")], want)
+    assert SHARED not in {k[0] for k in latents}
 
 
 @pytest.fixture(scope="module")

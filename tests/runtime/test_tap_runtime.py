@@ -18,9 +18,10 @@ def tap_synth(tmp_path_factory):
     return build(get_benchmark("tap-synth", size="tiny"), tmp_path_factory.mktemp("tap"), seed=0)
 
 
-def test_tap_fedavg_runs_every_tap_task_by_its_metric(tap_synth, tmp_path, capsys):
+def test_disentafl_runs_every_tap_task_by_its_metric(tap_synth, tmp_path, capsys):
     out = tmp_path / "fedavg"
-    argv = ["eval", "--method", "tap-fedavg", "--data", str(tap_synth), "--scenario",
+    # DisentAFL is TAP's FedAvg with its orthogonality term
+    argv = ["eval", "--method", "disentafl", "--data", str(tap_synth), "--scenario",
             "vilt-30", "--rounds", "1", "--local-steps", "1", "--eval-per-task", "2",
             "--untrained", "--hp", "post_steps=1", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err
