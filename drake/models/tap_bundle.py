@@ -35,7 +35,7 @@ from drake.models.tap import (
 )
 from drake.schema import IMAGE_TOKEN
 
-__all__ = ["TapAdapters", "TapBundle", "layout_for", "task_kind"]
+__all__ = ["TapBundle", "layout_for", "task_kind"]
 
 _MEAN = torch.tensor(IMAGE_MEAN).view(3, 1, 1)
 _STD = torch.tensor(IMAGE_STD).view(3, 1, 1)
@@ -134,7 +134,10 @@ class TapBundle:
         """One client adapter: TAP's LoRA and its own copy of the fully trained modules."""
         return add_tap_lora(model, name, seed=seed)
 
-    def adapter_control(self, model: Any, names: Sequence[str]) -> TapAdapters:
+    def adapter_control(self, model: Any, names: Sequence[str]) -> Any:
+        """The runtime's control of the adapters (:class:`drake.runtime.client.TapAdapters`)."""
+        from drake.runtime.client import TapAdapters
+
         return TapAdapters(model, names)
 
     @property
@@ -280,39 +283,3 @@ class TapBundle:
         """The runtime's answerer: :meth:`predict` (TAP predicts by teacher forcing)."""
         return self.predict(samples)
 
-
-class TapAdapters:
-    """The adapter set of a TAP model: named peft adapters, each TAP's LoRA plus its own copy
-    of the fully trained modules. One adapter is active at a time (TAP's personal model X and
-    FL copy W are two adapters, never mixed)."""
-
-    def __init__(self, model: torch.nn.Module, names: Sequence[str]) -> None:
-        from drake.models.lora import _adapter_params
-
-        self.model = model
-        self.names = list(names)
-        self._params = {n: list(_adapter_params(model, n).values()) for n in self.names}
-
-    def state(self, name: str) -> dict[str, torch.Tensor]:
-        from drake.models.lora import adapter_state
-
-        return adapter_state(self.model, name)
-
-    def load(self, name: str, state: Mapping[str, torch.Tensor]) -> None:
-        from drake.models.lora import load_adapter_state
-
-        load_adapter_state(self.model, name, dict(state))
-
-    def params(self, name: str) -> list[torch.nn.Parameter]:
-        return self._params[name]
-
-    def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
-                 trainable: Sequence[str] = ()) -> None:
-        names = list(names)
-        if len(names) != 1 or (weights is not None and list(weights) != [1.0]):
-            raise ValueError(f"a TAP model runs one adapter at a time, unweighted; got "
-                             f"{names} with weights {weights}")
-        self.model.set_adapter(names[0])
-        for n, params in self._params.items():
-            for p in params:
-                p.requires_grad_(n in trainable)

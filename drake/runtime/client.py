@@ -76,6 +76,29 @@ class PeftAdapters:
                 p.requires_grad_(n in trainable)
 
 
+class TapAdapters(PeftAdapters):
+    """The adapter set of a TAP model: named peft adapters, each TAP's LoRA plus its own copy
+    of the fully trained modules (peft's ``modules_to_save``). One adapter is active at a time
+    (TAP's personal model X and FL copy W are two adapters, never mixed)."""
+
+    def __init__(self, model: torch.nn.Module, names: Sequence[str]) -> None:
+        from drake.models.lora import _adapter_params
+
+        super().__init__(model, names)
+        self._params = {n: list(_adapter_params(model, n).values()) for n in self.names}
+
+    def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
+                 trainable: Sequence[str] = ()) -> None:
+        names = list(names)
+        if len(names) != 1 or (weights is not None and list(weights) != [1.0]):
+            raise ValueError(f"a TAP model runs one adapter at a time, unweighted; got "
+                             f"{names} with weights {weights}")
+        self.model.set_adapter(names[0])
+        for n, params in self._params.items():
+            for p in params:
+                p.requires_grad_(n in trainable)
+
+
 class RuntimeClient:
     """A client's handle for one turn: the Method API's ClientHandle."""
 
