@@ -1,5 +1,5 @@
 """TAP (Two-stage Adaptive Personalization, TAP §3.2-3.3, Alg. 1), and its baselines TAP's
-FedAvg and DisentAFL, on TAP's multi-task, multi-modal model (the ``tap`` model kind,
+FedAvg, Per-FedAvg and DisentAFL, on TAP's multi-task, multi-modal model (the ``tap`` model kind,
 :mod:`drake.models.tap`).
 
 Every client holds two copies of its part of the model: the FL copy ``W`` (adapter ``local``)
@@ -40,9 +40,10 @@ import torch.nn.functional as F
 
 from baselines.base import AdapterConfig, ClientInfo, Method, Payload, State, register
 from baselines.distill import kd_loss
+from baselines.perfedavg import PerFedAvg
 
-__all__ = ["DisentAFL", "Tap", "TapFedAvg", "component_mean", "disentanglement", "kd_term",
-           "replaced", "task_keys"]
+__all__ = ["DisentAFL", "Tap", "TapFedAvg", "TapPerFedAvg", "component_mean", "disentanglement",
+           "kd_term", "replaced", "task_keys"]
 
 #: task kinds that take the smaller margin (TAP Tab. 22)
 SMALL_MARGIN_KINDS = ("image_generation", "text_classification")
@@ -224,6 +225,27 @@ class DisentAFL(TapFedAvg):
                  **hp) -> None:
         super().__init__(lr=lr, post_steps=post_steps, disent_weight=disent_weight, **hp)
         self.disent_weight = float(disent_weight)
+
+
+@register
+class TapPerFedAvg(_TapCommon, PerFedAvg):
+    """Per-FedAvg (first order, :class:`~baselines.perfedavg.PerFedAvg`) on TAP's model: each
+    client's meta-step on its part of the model, the per-component mean at the server, one
+    personalising step before evaluation. ``post_steps`` > 0 is "Per-FedAvg + Post-train"."""
+
+    name = "tap-per-fedavg"
+
+    def __init__(self, lr: float = 3e-4, alpha: float = 3e-4, post_steps: int = 0,
+                 **hp) -> None:
+        PerFedAvg.__init__(self, lr=lr, alpha=alpha, post_steps=post_steps, **hp)
+        self.post_steps = int(post_steps)
+
+    def local_train(self, client) -> Payload:
+        payload = PerFedAvg.local_train(self, client)
+        return Payload({"local": self._owned(client, payload.tensors["local"])}, payload.meta)
+
+    def post_fl(self, client) -> None:
+        self._train(client, "local", self.post_steps)  # nothing where post_steps is 0
 
 
 @register

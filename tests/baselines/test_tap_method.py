@@ -18,6 +18,7 @@ from baselines.tap import (
     DisentAFL,
     Tap,
     TapFedAvg,
+    TapPerFedAvg,
     component_mean,
     disentanglement,
     kd_term,
@@ -230,6 +231,37 @@ def test_a_client_replaces_at_its_second_turn_only_when_the_margin_allows(margin
     method.post_fl(second)
     after = second.get("personal")
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_per_fedavg_meta_step_and_its_upload_of_the_clients_part():
+    from drake.models import load_model
+    from drake.models.tap_bundle import layout_for
+    from drake.runtime.client import ClientRecord
+    from drake.synth import generate_sample
+
+    tasks = ["tap-synth-topic", "tap-synth-item"]
+    held = ["tap-synth-topic"]
+    specs = [t.to_dict() for t in get_benchmark("tap-synth", size="tiny").tasks
+             if t.id in tasks]
+    bundle = load_model("tiny-tap", pretrained=False, seed=0)
+    bundle.bind(layout_for(specs, {"tap-synth-topic": 4}))
+    bundle.model = bundle.add_adapter(bundle.model, "local", seed=1)
+    bundle.control = bundle.adapter_control(bundle.model, ["local"])
+    samples = [generate_sample("tap-synth-topic", "train", i, seed=0) for i in range(4)]
+    client = _client(bundle, ClientRecord(), 0, samples, held)
+    method = TapPerFedAvg(lr=0.1, alpha=0.1)
+    before = client.get("local")
+    payload = method.local_train(client)
+    up = payload.tensors["local"]
+    assert up and all("item" not in k and "image_generation" not in k for k in up)
+    assert any("heads.tap-synth-topic" in k for k in up)
+    assert any(not torch.equal(before[k], up[k]) for k in up)  # the meta-step moved it
+    # before evaluation one personalising step, undone after
+    trained = client.get("local")
+    method.before_eval(client)
+    assert any(not torch.equal(trained[k], v) for k, v in client.get("local").items())
+    method.after_eval(client)
+    assert all(torch.equal(trained[k], v) for k, v in client.get("local").items())
 
 
 def test_tap_runs_on_tap_synth_and_resumes_to_the_same_numbers(tap_synth, tmp_path, capsys):
