@@ -157,7 +157,9 @@ def tap_synth_benchmark(size: str = DEFAULT_SIZE) -> BenchmarkSpec:
         description="The offline twin of TAP's multi-task, multi-modal setup: its eight "
         "datasets as drake-synth tasks, over 30 clients in 3 groups of TAP's 10 patterns",
         protocol="generation", tasks=tuple(specs),
-        model_mixes={"tiny-tap": ("tiny-tap",)}, default_mix="tiny-tap",
+        # TAP's FLAVA model by default; `--model tiny-tap-vilt` for its ViLT (the vilt layout)
+        model_mixes={"tiny-tap": ("tiny-tap",), "tiny-tap-vilt": ("tiny-tap-vilt",)},
+        default_mix="tiny-tap",
         scenarios=tuple(ScenarioSpec(f"{backbone}-30", "tap_groups",
                                      params={"layout": backbone, "groups": 3, "tasks": twins,
                                              "clients_per_round": 2})

@@ -35,7 +35,7 @@ def cmd_models_list(args: argparse.Namespace) -> int:
                       str(info.size_rank), _lora_column(info),
                       _offline(info, root, args.cache_dir, "pretrained in the cache"))
     for info in TAP_ZOO.values():  # TAP's multi-task, multi-modal model (its LoRA is TAP's)
-        table.add_row(info.name, info.hf_id or "-", "flava (TAP's model)", info.params,
+        table.add_row(info.name, info.hf_id or "-", f"{info.family} (TAP's model)", info.params,
                       str(info.size_rank), "TAP's", "yes (untrained only: no pretraining yet)")
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns

@@ -298,9 +298,10 @@ TINY_TAP = {"hidden": 64, "layers": 2, "image_side": 32, "patch": 8, "text_posit
 
 
 def _load_tiny_tap(info: ModelInfo, pretrained: bool, seed: int, vocab: Sequence[str] | None):
-    """``tiny-tap``: a small FLAVA from a config with drake-synth's tokenizer, as a
-    :class:`~drake.models.tap_bundle.TapBundle` (bound to its tasks by the runtime)."""
-    from drake.models.tap import tiny_flava
+    """``tiny-tap`` (a small FLAVA from a config) or ``tiny-tap-vilt`` (a small ViLT) with
+    drake-synth's tokenizer, as a :class:`~drake.models.tap_bundle.TapBundle` (bound to its
+    tasks by the runtime)."""
+    from drake.models.tap import VILT_RANKS, tiny_flava, tiny_vilt
     from drake.models.tap_bundle import TapBundle
 
     if pretrained:
@@ -309,10 +310,13 @@ def _load_tiny_tap(info: ModelInfo, pretrained: bool, seed: int, vocab: Sequence
             f"drake-synth's public split is not written); load it with pretrained=False "
             f"(`drake eval --untrained`) for random encoders")
     tokenizer = build_tokenizer(synth_vocabulary() if vocab is None else vocab)
-    flava = tiny_flava(len(tokenizer), hidden=TINY_TAP["hidden"], layers=TINY_TAP["layers"],
-                       image_side=TINY_TAP["image_side"], patch=TINY_TAP["patch"],
-                       text_positions=TINY_TAP["text_positions"], seed=seed)
-    return TapBundle(info.name, info, flava, tokenizer,
+    sizes = {k: TINY_TAP[k] for k in ("hidden", "image_side", "patch", "text_positions")}
+    if info.family == "vilt":  # TAP's ViLT: stacks of 2 (TAP's 4) from the first 4 layers
+        base = tiny_vilt(len(tokenizer), layers=2 * TINY_TAP["layers"], seed=seed, **sizes)
+        return TapBundle(info.name, info, base, tokenizer, stack_depth=TINY_TAP["layers"],
+                         ranks=VILT_RANKS, max_text_tokens=TINY_TAP["text_positions"])
+    base = tiny_flava(len(tokenizer), layers=TINY_TAP["layers"], seed=seed, **sizes)
+    return TapBundle(info.name, info, base, tokenizer,
                      max_text_tokens=TINY_TAP["text_positions"])
 
 

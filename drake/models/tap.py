@@ -50,8 +50,10 @@ twice and trains the base copies); the shared-shared path runs (dead code in the
 pooling skips padding. The release's per-domain FFN residuals (MoDE) are not in the paper and
 are left out.
 
-The same code builds the real model from ``facebook/flava-full`` (:meth:`TapModel.from_flava`)
-and the tiny offline one from a small :class:`~transformers.FlavaConfig` (:func:`tiny_flava`).
+The same code builds the real models from ``facebook/flava-full`` (:meth:`TapModel.from_flava`)
+or ``dandelin/vilt-b32-mlm`` (:meth:`TapModel.from_vilt`: TAP keeps ViLT's patch projection and
+text embeddings as encoders, its first eight layers as the stacks), and the tiny offline ones
+from small configs (:func:`tiny_flava`, :func:`tiny_vilt`).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import FlavaConfig, FlavaModel, GPT2Config, GPT2Model
+from transformers import FlavaConfig, FlavaModel, GPT2Config, GPT2Model, ViltConfig, ViltModel
 
 __all__ = [
     "KINDS",
@@ -77,6 +79,7 @@ __all__ = [
     "TapTask",
     "add_tap_lora",
     "tiny_flava",
+    "tiny_vilt",
 ]
 
 MODALITIES = ("image", "text")
@@ -314,6 +317,55 @@ class Encoder(nn.Module):
         return self.neck(out), mask
 
 
+class PatchTokens(nn.Module):
+    """ViLT's image tokens after its patch projection: the class token in front, position
+    embeddings added (both trained, as TAP's release trains them)."""
+
+    def __init__(self, cls_token: torch.Tensor, positions: torch.Tensor) -> None:
+        super().__init__()
+        self.cls_token = nn.Parameter(cls_token.detach().clone())
+        self.positions = nn.Parameter(positions.detach().clone())
+
+    def forward(self, patches: torch.Tensor) -> torch.Tensor:
+        cls = self.cls_token.expand(patches.shape[0], -1, -1)
+        x = torch.cat([cls, patches], dim=1)
+        return x + self.positions[:, :x.shape[1]]
+
+
+class ViltImage(nn.Module):
+    """TAP's ViLT image encoder: only ViLT's patch projection (frozen; LoRA on it) and its
+    tokens; no transformer layer (the layers go to the stacks)."""
+
+    def __init__(self, vilt: ViltModel) -> None:
+        super().__init__()
+        self.config = vilt.config
+        emb = vilt.embeddings
+        self.projection = copy.deepcopy(emb.patch_embeddings.projection)
+        self.tokens = PatchTokens(emb.cls_token, emb.position_embeddings)
+
+    def forward(self, pixel_values: torch.Tensor) -> Any:
+        patches = self.projection(pixel_values).flatten(2).transpose(1, 2)
+        return _Hidden(self.tokens(patches))
+
+
+class ViltText(nn.Module):
+    """TAP's ViLT text encoder: ViLT's text embeddings only (word, position and token type,
+    layer norm; frozen)."""
+
+    def __init__(self, vilt: ViltModel) -> None:
+        super().__init__()
+        self.config = vilt.config
+        self.embeddings = copy.deepcopy(vilt.embeddings.text_embeddings)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
+        return _Hidden(self.embeddings(input_ids=input_ids))
+
+
+@dataclass
+class _Hidden:
+    last_hidden_state: torch.Tensor
+
+
 class TapModel(nn.Module):
     """The model of the module docstring. Build it with :meth:`from_flava`.
 
@@ -364,11 +416,31 @@ class TapModel(nn.Module):
                     "text": Encoder("text", flava.text_model, hidden)}
         model = cls(layout, encoders, list(layers[:depth]), list(layers[depth:2 * depth]),
                     hidden, flava.config.text_config.vocab_size)
-        model.requires_grad_(False)
-        for name, module in model.named_modules():
+        return model._freeze_base()
+
+    @classmethod
+    def from_vilt(cls, vilt: ViltModel, layout: TapLayout) -> TapModel:
+        """TAP's ViLT model: ViLT's patch projection and text embeddings as the encoders, and
+        its first ``2L`` transformer layers as the stacks' layers (TAP: L = 4)."""
+        layers = vilt.encoder.layer
+        depth = layout.stack_depth
+        if len(layers) < 2 * depth:
+            raise ValueError(f"stack_depth {depth} needs {2 * depth} ViLT layers, the model "
+                             f"has {len(layers)}")
+        hidden = vilt.config.hidden_size
+        encoders = {"image": Encoder("image", ViltImage(vilt), hidden, vilt.config.image_size),
+                    "text": Encoder("text", ViltText(vilt), hidden)}
+        model = cls(layout, encoders, list(layers[:depth]), list(layers[depth:2 * depth]),
+                    hidden, vilt.config.vocab_size)
+        return model._freeze_base()
+
+    def _freeze_base(self) -> TapModel:
+        """Freeze everything but the fully trained modules (:data:`TRAINED_MODULES`)."""
+        self.requires_grad_(False)
+        for name, module in self.named_modules():
             if name.rsplit(".", 1)[-1] in TRAINED_MODULES:
                 module.requires_grad_(True)
-        return model
+        return self
 
     # ------------------------------------------------------------------ forward
 
@@ -457,14 +529,17 @@ class TapModel(nn.Module):
 
 #: Modules trained in full (TAP §3.1: "only the decoder is fully trained", and the release's
 #: adaptor, necks and shared projection): the last part of their names.
-TRAINED_MODULES = ("adaptor", "neck", "shared_proj", "heads")
+TRAINED_MODULES = ("adaptor", "neck", "shared_proj", "heads", "tokens")
 
 #: peft regexes of TAP's LoRA targets, and the ranks of the release (FLAVA: encoders r 8,
 #: backbone attention r 16, experts r 4; alpha twice the rank).
-ENCODER_LORA = r"encoders\.\w+\.backbone\..*attention\.attention\.(query|value)"
+ENCODER_LORA = (r"encoders\.\w+\.backbone\.(.*attention\.attention\.(query|value)"
+                r"|projection)")
 ATTENTION_LORA = r"(mote|mome)\.\w+\.layers\.\d+\.attention\.attention\.(query|value)"
 EXPERT_LORA = r"(mote|mome)\.\w+\.layers\.\d+\.experts\.\w+\.(up|down)"
 FLAVA_RANKS = {"encoder": 8, "attention": 16, "expert": 4}
+#: ViLT's (the patch projection r 4, backbone attention r 8, experts r 8)
+VILT_RANKS = {"encoder": 4, "attention": 8, "expert": 8}
 
 
 def trained_modules(model: nn.Module) -> list[str]:
@@ -475,7 +550,7 @@ def trained_modules(model: nn.Module) -> list[str]:
         parts = name.split(".")
         if "modules_to_save" in parts or "original_module" in parts:
             continue
-        if parts[-1] in ("adaptor", "neck", "shared_proj") or (
+        if parts[-1] in ("adaptor", "neck", "shared_proj", "tokens") or (
                 len(parts) > 1 and parts[-2] == "heads"):
             names.append(name.removeprefix("base_model.model."))
     return names
@@ -527,3 +602,17 @@ def tiny_flava(vocab_size: int, *, hidden: int = 64, image_side: int = 32, patch
         torch.manual_seed(seed)
         return FlavaModel(config)
 
+
+
+def tiny_vilt(vocab_size: int, *, hidden: int = 64, image_side: int = 32, patch: int = 8,
+              text_positions: int = 64, layers: int = 4, seed: int = 0) -> ViltModel:
+    """A small ViLT built from a config: the offline stand-in for ``dandelin/vilt-b32-mlm``
+    with the same module names; ``layers`` transformer layers (stacks up to half as deep)."""
+    config = ViltConfig(hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=max(1, hidden // 16), intermediate_size=2 * hidden,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        image_size=image_side, patch_size=patch, vocab_size=vocab_size,
+                        max_position_embeddings=text_positions)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return ViltModel(config)

@@ -1,7 +1,7 @@
 """The TAP model kind as the runtime drives it: batches of mixed tasks, TAP's task-weighted
 loss, and each task kind's prediction.
 
-A :class:`TapBundle` holds a pretrained FLAVA-style encoder model until the run tells it its
+A :class:`TapBundle` holds a pretrained FLAVA or ViLT model until the run tells it its
 tasks (:meth:`TapBundle.bind`, from the build's task specs: :func:`layout_for`); it then holds
 the :class:`~drake.models.tap.TapModel` of those tasks. Samples are the suite's schema rows:
 
@@ -18,6 +18,7 @@ A training batch may mix tasks: the loss is TAP's ``sum_o lambda_o * l_o`` with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ import torch
 from PIL import Image
 
 from drake.models.tap import (
+    FLAVA_RANKS,
     IMAGE_MEAN,
     IMAGE_SIDE,
     IMAGE_STD,
@@ -106,11 +108,15 @@ class TapBundle:
 
     kind = "tap"
 
-    def __init__(self, name: str, info: Any, flava: Any, tokenizer: Any, *,
-                 max_text_tokens: int) -> None:
-        self.name, self.info, self.flava, self.tokenizer = name, info, flava, tokenizer
+    def __init__(self, name: str, info: Any, base: Any, tokenizer: Any, *,
+                 max_text_tokens: int, stack_depth: int = 1,
+                 ranks: Mapping[str, int] | None = None) -> None:
+        self.name, self.info, self.base, self.tokenizer = name, info, base, tokenizer
         self.max_text_tokens = int(max_text_tokens)
-        self.model: Any = flava  # the TapModel once bound (then a peft model of it)
+        #: the stacks' depth L (TAP: 1 on FLAVA, 4 on ViLT) and the LoRA ranks
+        self.stack_depth = int(stack_depth)
+        self.ranks = dict(ranks or FLAVA_RANKS)
+        self.model: Any = base  # the TapModel once bound (then a peft model of it)
         self.layout: TapLayout | None = None
         #: each task's loss in the last :meth:`loss` call, and its private latents
         self.last_losses: dict[str, float] = {}
@@ -125,14 +131,19 @@ class TapBundle:
         return f"TapBundle({self.name!r}, tasks={[t.name for t in self.layout.tasks] if self.layout else None})"
 
     def bind(self, layout: TapLayout) -> None:
-        """Build the TAP model of ``layout``'s tasks from the encoder model (frozen base)."""
-        self.layout = layout
-        self.model = TapModel.from_flava(self.flava, layout)
+        """Build the TAP model of ``layout``'s tasks (stacks of this model's depth) from the
+        pretrained model: a FLAVA or a ViLT (frozen base)."""
+        from transformers import ViltModel
+
+        self.layout = replace(layout, stack_depth=self.stack_depth)
+        build = TapModel.from_vilt if isinstance(self.base, ViltModel) else TapModel.from_flava
+        self.model = build(self.base, self.layout)
         self.model.eval()
 
     def add_adapter(self, model: Any, name: str, *, seed: int) -> Any:
-        """One client adapter: TAP's LoRA and its own copy of the fully trained modules."""
-        return add_tap_lora(model, name, seed=seed)
+        """One client adapter: TAP's LoRA (this backbone's ranks) and its own copy of the
+        fully trained modules."""
+        return add_tap_lora(model, name, ranks=self.ranks, seed=seed)
 
     def adapter_control(self, model: Any, names: Sequence[str]) -> Any:
         """The runtime's control of the adapters (:class:`drake.runtime.client.TapAdapters`)."""

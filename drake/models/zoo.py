@@ -143,10 +143,13 @@ CLIP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
 })
 
 #: The TAP-kind models (TAP's multi-task, multi-modal model, :mod:`drake.models.tap`): a tiny
-#: FLAVA built from a config. Its LoRA settings are TAP's own (:func:`drake.models.tap.add_tap_lora`).
+#: FLAVA and a tiny ViLT built from configs (TAP's two backbones). Their LoRA settings are TAP's
+#: own (:func:`drake.models.tap.add_tap_lora`).
 TAP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
     "tiny-tap": ModelInfo("tiny-tap", None, "flava", 0, True, MappingProxyType(
         {"r": 4, "alpha": 8, "dropout": 0.0, "target_regex": None}), "1.6M", kind="tap"),
+    "tiny-tap-vilt": ModelInfo("tiny-tap-vilt", None, "vilt", 1, True, MappingProxyType(
+        {"r": 8, "alpha": 16, "dropout": 0.0, "target_regex": None}), "2.1M", kind="tap"),
 })
 
 #: The default model of each protocol's benchmarks when a benchmark declares no model mix.

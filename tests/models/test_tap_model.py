@@ -10,11 +10,13 @@ from drake.models.lora import adapter_state, load_adapter_state
 from drake.models.tap import (
     PATHS,
     SHARED,
+    VILT_RANKS,
     TapLayout,
     TapModel,
     TapTask,
     add_tap_lora,
     tiny_flava,
+    tiny_vilt,
 )
 
 VOCAB = 40
@@ -122,11 +124,21 @@ def test_losses(model):
                                -torch.log_softmax(logits[1, 2], -1)[4])
 
 
+def _vilt() -> TapModel:
+    return TapModel.from_vilt(tiny_vilt(VOCAB, hidden=32, image_side=16, layers=4),
+                              TapLayout(tasks=TASKS, max_answer_tokens=8, stack_depth=2))
+
+
+@pytest.mark.parametrize("backbone", ["flava", "vilt"])
 @pytest.mark.parametrize("task", [t.name for t in TASKS])
-def test_task_modules_are_exactly_what_the_loss_reaches(task):
-    tap = TapModel.from_flava(tiny_flava(VOCAB, hidden=32, image_side=16, layers=1),
-                              TapLayout(tasks=TASKS, max_answer_tokens=8))
-    peft = add_tap_lora(tap, "x", seed=0)
+def test_task_modules_are_exactly_what_the_loss_reaches(task, backbone):
+    if backbone == "vilt":
+        tap, ranks = _vilt(), VILT_RANKS
+    else:
+        tap = TapModel.from_flava(tiny_flava(VOCAB, hidden=32, image_side=16, layers=1),
+                                  TapLayout(tasks=TASKS, max_answer_tokens=8))
+        ranks = None
+    peft = add_tap_lora(tap, "x", seed=0, **({"ranks": ranks} if ranks else {}))
     with torch.no_grad():  # non-zero B, so every LoRA matrix gets a gradient
         for name, p in peft.named_parameters():
             if "lora_B" in name:
@@ -172,3 +184,22 @@ def test_layout_errors_name_the_problem():
     with pytest.raises(ValueError, match="needs 4 multimodal layers"):
         TapModel.from_flava(tiny_flava(VOCAB, hidden=32, image_side=16, layers=1),
                             TapLayout(tasks=TASKS, stack_depth=2))
+
+
+def test_vilt_keeps_only_its_patch_projection_and_text_embeddings_as_encoders():
+    tap = _vilt()
+    batch = _batch()
+    assert tap("pics", batch).shape == (2, 10) and tap("vqa", batch).shape == (2, 5, VOCAB)
+    x, mask = tap.encoders["image"](batch)
+    assert x.shape[1] == 1 + (16 // 8) ** 2  # the class token and 2 x 2 patches
+    names = {n for n, _ in tap.encoders.named_parameters()}
+    assert not any(".encoder.layer" in n for n in names)  # ViLT's layers went to the stacks
+    trained = {n for n, p in tap.named_parameters() if p.requires_grad}
+    assert "encoders.image.backbone.tokens.cls_token" in trained  # trained, as TAP's release
+    assert "encoders.image.backbone.projection.weight" not in trained  # LoRA on it instead
+    assert len(tap.mote["image"].layers) == 2 and len(tap.mome[SHARED].layers) == 2
+    peft = add_tap_lora(tap, "x", ranks=VILT_RANKS, seed=0)
+    ranks = {n.split(".lora_A")[0]: p.shape[0] for n, p in peft.named_parameters()
+             if "lora_A.x" in n}
+    assert ranks["base_model.model.encoders.image.backbone.projection"] == 4
+    assert {r for n, r in ranks.items() if ".experts." in n} == {8}

@@ -20,14 +20,14 @@ def tap_synth(tmp_path_factory):
 
 def test_disentafl_runs_every_tap_task_by_its_metric(tap_synth, tmp_path, capsys):
     out = tmp_path / "fedavg"
-    # DisentAFL is TAP's FedAvg with its orthogonality term
+    # DisentAFL is TAP's FedAvg with its orthogonality term; the ViLT layout on TAP's ViLT
     argv = ["eval", "--method", "disentafl", "--data", str(tap_synth), "--scenario",
-            "vilt-30", "--rounds", "1", "--local-steps", "1", "--eval-per-task", "2",
-            "--untrained", "--hp", "post_steps=1", "--out", str(out)]
+            "vilt-30", "--model", "tiny-tap-vilt", "--rounds", "1", "--local-steps", "1",
+            "--eval-per-task", "2", "--untrained", "--hp", "post_steps=1", "--out", str(out)]
     assert main(argv) == 0, capsys.readouterr().err
     results = json.loads((out / "results.json").read_text())
     assert results["protocol"] == "generation"
-    assert set(results["models_per_client"]) == {"tiny-tap"}
+    assert set(results["models_per_client"]) == {"tiny-tap-vilt"}
     # each task a view (results.json is the first task's), named as TAP's leaderboard rows:
     # <backbone>-<the dataset the twin stands for>
     views = {json.loads(p.read_text())["scenario"]["name"]: json.loads(p.read_text())
