@@ -298,8 +298,10 @@ class FedMosaic(Method):
                     report, hit = aligned_pair(pivot, other, samples, pool=pool, seed=seed,
                                                b_features=self.b_features,
                                                cache_dir=Path(cache_dir) / "fedmosaic-align")
-            self.hparams[f"align.{arch}.mse_before"] = round(report.mse_before, 6)
-            self.hparams[f"align.{arch}.mse_after"] = round(report.mse_after, 6)
+            # what the alignment reached: seed-dependent diagnostics, not hyper-parameters (the
+            # runs of one setting differ in them)
+            self.diagnostics[f"align.{arch}.mse_before"] = round(report.mse_before, 6)
+            self.diagnostics[f"align.{arch}.mse_after"] = round(report.mse_after, 6)
             log.info("FedMosaic: aligned %s to %s (held-out MSE %.4g -> %.4g%s)", arch,
                      pivot_arch, report.mse_before, report.mse_after, ", cached" if hit else "")
 

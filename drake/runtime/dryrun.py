@@ -76,7 +76,8 @@ def dry_run(method: Any, spec: Any, *, scen: Any, models: Sequence[str], mix: st
             model_cache: Path | None, say: Callable[[str], None]) -> dict[str, Any]:
     """Resolve and print a run's protocol (``scen``: a ScenarioSpec of ``spec``), load the
     public set and run ``method``'s set-up on stand-in models. Returns the method's recorded
-    hyper-parameters after set-up (FedMosaic's ``align.<arch>.mse_before`` / ``mse_after``)."""
+    hyper-parameters and diagnostics after set-up (FedMosaic's ``align.<arch>.mse_before`` /
+    ``mse_after``)."""
     from drake.runtime.local import install_models
 
     budget = settings["compute_budget"]
@@ -111,7 +112,7 @@ def dry_run(method: Any, spec: Any, *, scen: Any, models: Sequence[str], mix: st
     bundles, _, _ = install_models(method, sorted(set(subs.values())), seed=seed,
                                    pretrained=True, cache=model_cache, protocol=spec.protocol)
     method.setup(bundles, public, seed=seed, cache_dir=None)
-    report = dict(method.hparams)
+    report = {**method.hparams, **method.diagnostics}
     aligned = sorted({k.split(".")[1] for k in report if k.startswith("align.")})
     for arch in aligned:
         real = next(r for r, t in subs.items() if t == arch)

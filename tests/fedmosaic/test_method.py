@@ -71,7 +71,10 @@ def test_fedmosaic_runs_on_the_hetero_pair_and_records_its_costs(unbroken):
     hp = unbroken["method"]["hyperparameters"]
     assert hp["num_blocks_used"] == 3  # the 3-layer tiny model caps N_B
     assert hp["b_features"] == "adapter"  # B aligned on B's outputs, as §4.2.2 and Alg. 4
-    assert hp["align.tiny-llava-qwen.mse_after"] < hp["align.tiny-llava-qwen.mse_before"]
+    # seed-dependent results of the alignment are diagnostics, not hyper-parameters
+    diag = unbroken["diagnostics"]
+    assert diag["align.tiny-llava-qwen.mse_after"] < diag["align.tiny-llava-qwen.mse_before"]
+    assert not any(k.startswith("align.") for k in hp)
     assert unbroken["cost"]["flops_extra_pct"] > 0
     up = unbroken["cost"]["comm_bytes_up_per_round"]
     assert all(b > 0 for b in up)
@@ -124,7 +127,7 @@ def test_b_alignment_on_the_base_layer_is_a_recorded_option(data, tmp_path):
                               method_hparams={"every": 2, "align_samples": 16,
                                               "b_features": "layer"})).run()
     hp = res["method"]["hyperparameters"]
-    assert hp["b_features"] == "layer" and hp["align.tiny-llava-qwen.mse_after"] >= 0
+    assert hp["b_features"] == "layer" and res["diagnostics"]["align.tiny-llava-qwen.mse_after"] >= 0
     with pytest.raises(ValueError, match="b_features"):
         get_method("fedmosaic")(b_features="outputs")
 
