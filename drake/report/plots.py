@@ -143,7 +143,8 @@ def _fast_adapt(w: _Writer, panel: Panel, stem: str) -> None:
     groups = [g for g in panel.groups if g.fast_adapt("aggregated") is not None]
     if not groups:
         return
-    fig = _figure(6.5, 3.6)
+    # two legend entries per method: the figure grows with them (Tab. 2's ten methods)
+    fig = _figure(6.5, max(3.6, 0.19 * 2 * len(groups) + 0.8))
     ax = fig.subplots()
     for g, colour in zip(groups, _colours(len(groups))):
         for start, style in (("aggregated", "-"), ("pretrained", "--")):
