@@ -126,7 +126,7 @@ _PAPER: Mapping[str, Preset] = MappingProxyType({
     "synth-cls": _PFEDMMA_B2N,
     "cifar10-dir": _PFEDMMA_CIFAR, "cifar100-dir": _PFEDMMA_CIFAR,
     "domainnet": _PFEDMMA_DOMAINS, "office-caltech10": _PFEDMMA_DOMAINS,
-    "tap": _TAP,
+    "tap": _TAP, "tap-synth": _TAP,
 })
 
 #: Where one benchmark stands in for several protocols, the paper preset of a scenario:
