@@ -128,8 +128,8 @@ class _TapCommon(Method):
         return {t: client.bundle.tap.task_modules(t) for t in client.tasks}
 
     def _owned(self, client, state: State) -> State:
-        modules = [m for ms in self._modules(client).values() for m in ms]
-        return {k: state[k] for k in task_keys(list(state), modules)}
+        return {k: state[k] for k in task_keys(list(state),
+                                               client.bundle.tap.modules_of(client.tasks))}
 
     #: weight of DisentAFL's orthogonality term in local training (0: none)
     disent_weight = 0.0
@@ -182,8 +182,8 @@ class _TapCommon(Method):
             if not held:
                 continue
             modules = self.server.task_modules(info.arch, info.tasks)
-            part = {k: held[k] for k in task_keys(list(held), modules or [""])} \
-                if modules is not None else dict(held)
+            part = dict(held) if modules is None else {
+                k: held[k] for k in task_keys(list(held), modules)}
             if part:
                 out[cid] = Payload({"local": part})
         return out

@@ -45,7 +45,7 @@ from types import MappingProxyType
 from typing import Any
 
 from leaderboard.errors import SubmissionError
-from leaderboard.metrics import PROTOCOLS, TAP_TASKS
+from leaderboard.metrics import PROTOCOLS, TAP_BENCHMARKS, TAP_TASKS
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def check_scenario_name(
         if not m:
             raise _fail(benchmark, name, "dir-alpha<alpha>-<k>clients-per-domain")
         _check_alpha(benchmark, name, m.group(1), partition)
-    elif benchmark in ("tap", "tap-synth"):
+    elif benchmark in TAP_BENCHMARKS:
         if not _TAP.fullmatch(name):
             raise _fail(benchmark, name, f"<flava|vilt>-<{'|'.join(TAP_TASKS)}>")
     elif benchmark == "fedilora":

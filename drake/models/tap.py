@@ -103,6 +103,13 @@ IMAGE_STD = (0.2673, 0.2564, 0.2762)
 IMAGE_SIDE = 64
 
 
+def route(path: str, modality: str, kind: str) -> tuple[str, str, str, str]:
+    """:data:`PATHS` entry ``path`` for a modality and a task kind: (MoTE stack, its expert,
+    MoME stack, its expert)."""
+    keys = {"m": modality, "k": kind}
+    return tuple(keys.get(p, p) for p in PATHS[path])  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class TapTask:
     """One task of the federation, as the model sees it.
@@ -447,8 +454,7 @@ class TapModel(nn.Module):
     def _path(self, x: torch.Tensor, mask: torch.Tensor, modality: str, kind: str,
               path: str) -> tuple[torch.Tensor, torch.Tensor]:
         """The path's pooled output, and its pooled MoTE output (DisentAFL's latent)."""
-        keys = {"m": modality, "k": kind}
-        mote, mote_expert, mome, mome_expert = (keys.get(p, p) for p in PATHS[path])
+        mote, mote_expert, mome, mome_expert = route(path, modality, kind)
         additive = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
         weights = mask.to(x.dtype).unsqueeze(-1)
 
@@ -513,9 +519,8 @@ class TapModel(nn.Module):
         names = [f"encoders.{m}" for m in spec.modalities] + ["shared_proj"]
         stacks: dict[str, set[str]] = {}
         for modality in spec.modalities:
-            keys = {"m": modality, "k": spec.kind}
-            for route in PATHS.values():
-                mote, mote_expert, mome, mome_expert = (keys.get(p, p) for p in route)
+            for path in PATHS:
+                mote, mote_expert, mome, mome_expert = route(path, modality, spec.kind)
                 stacks.setdefault(f"mote.{mote}", set()).add(mote_expert)
                 stacks.setdefault(f"mome.{mome}", set()).add(mome_expert)
         for stack in sorted(stacks):
@@ -525,6 +530,10 @@ class TapModel(nn.Module):
                 names += [f"{layer}.experts.{e}" for e in sorted(stacks[stack])]
         names.append(f"heads.{task if spec.kind.endswith('classification') else spec.kind}")
         return names
+
+    def modules_of(self, tasks: Sequence[str]) -> list[str]:
+        """The modules any of ``tasks`` runs through (a client's part of the model)."""
+        return sorted({m for t in tasks for m in self.task_modules(t)})
 
 
 #: Modules trained in full (TAP §3.1: "only the decoder is fully trained", and the release's

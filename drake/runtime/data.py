@@ -136,6 +136,8 @@ class FederatedData:
                                     f"scenario with `drake partition`")
                 seen.setdefault(self.rows.task_of[sid], None)
             self.client_tasks.append(list(seen))
+        #: the tasks some client holds
+        self.held_tasks = {t for tasks in self.client_tasks for t in tasks}
         # Test rows a scenario gives to a client (its local test set; classification and
         # base/novel scenarios assign them), and those it gives to none (client -1: a global
         # test set, base/novel's novel classes), each in the partition's order.

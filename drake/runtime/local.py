@@ -458,9 +458,7 @@ class ServerModels:
         """The modules of ``arch``'s model that ``tasks`` run through (TAP's model: their
         encoders, stacks, experts and heads), or None where every task runs through all of it."""
         tap = getattr(self._rt.bundles[arch], "tap", None)
-        if tap is None:
-            return None
-        return sorted({m for t in tasks for m in tap.task_modules(t)})
+        return None if tap is None else tap.modules_of(tasks)
 
     def model(self, arch: str, adapters: Mapping[str, Mapping[str, torch.Tensor]], *,
               round: int, lr: float | None = None,
@@ -588,8 +586,7 @@ class LocalRuntime:
             return None
         from drake.models.tap_bundle import layout_for
 
-        held = {t for c in range(self.data.num_clients) for t in self.data.client_tasks[c]}
-        specs = [t for t in self.data.spec["tasks"] if t["id"] in held]
+        specs = [t for t in self.data.spec["tasks"] if t["id"] in self.data.held_tasks]
         classes = {t["id"]: max(self.data.class_names(t["id"]), default=-1) + 1
                    for t in specs if t.get("answer_type") == "classification"}
         return layout_for(specs, classes)

@@ -307,8 +307,7 @@ class GenerationPlan(EvalPlan):
         super().__init__(runtime)
         data = self.data
         # the tasks some client holds (TAP's ViLT layout leaves two of its build's tasks out)
-        held = {t for c in range(data.num_clients) for t in data.client_tasks[c]}
-        self.tasks = [t for t in data.test_ids if t in held]
+        self.tasks = [t for t in data.test_ids if t in data.held_tasks]
         if not self.tasks:
             raise DrakeError(f"scenario {data.scenario!r} has no test rows to score generation "
                              f"on; rebuild with more rows (a larger --size)")

@@ -91,8 +91,6 @@ def settings_caption(results: dict[str, Any]) -> str:
 #: FediLoRA's dataset names in its leaderboard scenarios, by task id
 FEDILORA_NAMES = {"llava-recap-118k": "recaps-118k", "sam-llava-20k": "sam-llava",
                   "llava-next-preference-20k": "next-preference"}
-#: Benchmarks with TAP's scenario names: TAP's own and its offline twin
-TAP_BENCHMARKS = ("tap", "tap-synth")
 #: TAP's task names in its leaderboard scenarios (``<backbone>-<task>``), by task id
 TAP_NAMES = {"tiny-imagenet": "tinyimagenet", "fashion-mnist": "fmnist", "ag-news": "agnews",
              "vqav2-small": "vqa", "common-gen": "commongen"}
@@ -118,12 +116,15 @@ def view_scenario(spec: Mapping[str, Any], scenario: str, params: Mapping[str, A
 
     FediLoRA: ``<dataset>-missing<pct>-<global|personalized>``; TAP and tap-synth (its scores
     are the personal models'): ``<backbone>-<task>``, the backbone read from the data scenario
-    (``flava-30``) and a twin named after the dataset it stands for; otherwise the data scenario, then the task of a multi-task run, then the
-    view (``quantity-skew-local-personalized``).
+    (``flava-30``) and a twin named after the dataset it stands for; otherwise the data
+    scenario, then the task of a multi-task run, then the view
+    (``quantity-skew-local-personalized``).
     """
     if spec["name"] == "fedilora" and view.task in FEDILORA_NAMES:
         pct = int(round(100 * float(params.get("missing_rate") or 0.0)))
         return f"{FEDILORA_NAMES[view.task]}-missing{pct}-{view.kind}"
+    from leaderboard.metrics import TAP_BENCHMARKS
+
     if spec["name"] in TAP_BENCHMARKS and view.task:
         # tap-synth's twins are named after the dataset they stand for
         real = {t["id"]: t.get("twin_of") or t["id"] for t in spec["tasks"]}[view.task]
