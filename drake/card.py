@@ -372,11 +372,11 @@ samples are shuffled into 20 round chunks.
 |---|---|---|
 | id | string | unique within the benchmark (`<task>-<split>-<source id>` for real data) |
 | task | string | task id |
-| images | list of Image | zero or more images (PNG bytes for generated data) |
-| prompt | string | text prompt, exactly one `<image>` per image |
-| answer | string | gold answer; one of `choices` for multiple choice |
+| images | list of Image | zero or more images (PNG bytes for generated data); for an `image` sample the last one is the target |
+| prompt | string | text prompt, exactly one `<image>` per image (an `image` sample's target has none) |
+| answer | string | gold answer; one of `choices` for multiple choice; empty for an `image` sample |
 | choices | list of string | options; empty when open-ended |
-| answer_type | string | multiple_choice, open_ended, classification or captioning |
+| answer_type | string | multiple_choice, open_ended, classification, captioning or image (reconstruction, scored by MSE) |
 | label | int | class id for classification, else -1 |
 | domain | string | visual domain (may be empty) |
 | meta | string | JSON object with source details |

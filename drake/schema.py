@@ -10,11 +10,14 @@ id : str
 task : str
     The task id the sample belongs to.
 images : list of Image
-    Zero or more images, stored as encoded bytes (PNG for generated data).
+    Zero or more images, stored as encoded bytes (PNG for generated data). For an
+    ``answer_type`` ``"image"`` sample the last one is the target image, the rest its inputs.
 prompt : str
-    The text prompt. It holds exactly one ``<image>`` placeholder per image.
+    The text prompt. It holds exactly one ``<image>`` placeholder per image, except an
+    ``"image"`` sample's target (its last image), which has none: ``len(images) - 1`` there.
 answer : str
-    The gold answer. For a multiple-choice sample it is one of ``choices``.
+    The gold answer. For a multiple-choice sample it is one of ``choices``; for an ``"image"``
+    sample it is empty (the target is the last image).
 choices : list of str
     The offered options; empty when open-ended.
 answer_type : str
@@ -39,7 +42,9 @@ from drake.errors import SchemaError
 
 IMAGE_TOKEN = "<image>"
 
-ANSWER_TYPES = ("multiple_choice", "open_ended", "classification", "captioning")
+ANSWER_TYPES = ("multiple_choice", "open_ended", "classification", "captioning", "image")
+"""``"image"`` is an image-generation task (TAP's reconstructions, scored by MSE): its target
+image is the sample's last image, which has no ``<image>`` placeholder, and its answer is empty."""
 
 COLUMNS = (
     "id",
@@ -124,13 +129,30 @@ def validate_sample(sample: Mapping[str, Any], where: str = "") -> None:
     choices = sample["choices"]
     if not isinstance(choices, (list, tuple)) or not all(isinstance(c, str) for c in choices):
         raise SchemaError(f"{loc}: field 'choices' must be a list of strings")
+    kind = sample["answer_type"]
     n_tokens = sample["prompt"].count(IMAGE_TOKEN)
-    if n_tokens != len(images):
+    if kind == "image":
+        if not images:
+            raise SchemaError(
+                f"{loc}: field 'images' is empty, but an image sample stores its target image "
+                f"as the last entry of 'images'; append the target"
+            )
+        if n_tokens != len(images) - 1:
+            raise SchemaError(
+                f"{loc}: prompt holds {n_tokens} {IMAGE_TOKEN} placeholder(s) but the image "
+                f"sample has {len(images) - 1} input image(s) (its last image is the target, "
+                f"with no placeholder); the counts must match"
+            )
+        if sample["answer"]:
+            raise SchemaError(
+                f"{loc}: field 'answer' is {sample['answer']!r}, but an image sample's target is "
+                f"its last image; leave 'answer' empty"
+            )
+    elif n_tokens != len(images):
         raise SchemaError(
             f"{loc}: prompt holds {n_tokens} {IMAGE_TOKEN} placeholder(s) but the sample has "
             f"{len(images)} image(s); the counts must match"
         )
-    kind = sample["answer_type"]
     if kind == "multiple_choice":
         if len(choices) < 2:
             raise SchemaError(f"{loc}: a multiple_choice sample needs at least 2 choices")
@@ -141,7 +163,8 @@ def validate_sample(sample: Mapping[str, Any], where: str = "") -> None:
         if len(set(choices)) != len(choices):
             raise SchemaError(f"{loc}: choices {list(choices)} repeat an option")
     elif choices:
-        raise SchemaError(f"{loc}: a {kind} sample must have an empty choice list")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise SchemaError(f"{loc}: {article} {kind} sample must have an empty choice list")
     if kind == "classification" and label < 0:
         raise SchemaError(f"{loc}: a classification sample needs a class id >= 0 in 'label'")
     try:

@@ -7,9 +7,11 @@ Two kinds of entries:
 
 * **task metrics** have a ``score(predictions, samples)`` function: predictions are what the
   runtime's answerer returned for each sample (an option index, or ``None``, for a
-  multiple-choice sample; a class id for a classification sample; text otherwise) and samples
-  are the benchmark rows (``answer``, ``choices``, ``label``). A task's score is one number on
-  the metric's scale; clients and tasks are then combined by ``aggregate`` (``mean``).
+  multiple-choice sample; a class id for a classification sample; an ``H x W x 3`` array for
+  an ``"image"`` sample; text otherwise) and samples are the benchmark rows (``answer``,
+  ``choices``, ``label``; an image sample's ``images``, its target last). A task's score is one
+  number on the metric's scale; clients and tasks are then combined by ``aggregate``
+  (``mean``).
 * **run metrics** (``self_a_last``, ``hm``, ...) are computed from the evaluation points by
   the protocol's plan; they have no ``score``.
 
@@ -102,22 +104,28 @@ def _accuracy(predictions: Sequence[Any], samples: Sequence[Mapping[str, Any]]) 
 
 def _mse(predictions: Sequence[Any], samples: Sequence[Mapping[str, Any]]) -> float:
     """TAP's image generation: each prediction a reconstructed ``H x W x 3`` image, pixels in
-    [0, 1]; its target the sample's input image at that size (RGB, bilinear) scaled to [0, 1];
-    :func:`evaluators.image.mse` of the two. A decoder that works on normalised pixels maps them
-    back to [0, 1] before scoring."""
+    [0, 1]; its target the sample's stored target image, the last of its ``images`` (samples of
+    answer type ``"image"``, :mod:`drake.schema`), at that size (RGB, bilinear) scaled to
+    [0, 1]; :func:`evaluators.image.mse` of the two. A decoder that works on normalised pixels
+    maps them back to [0, 1] before scoring."""
     import numpy as np
 
     from drake.models.images import to_pil
 
     targets = []
     for i, (p, s) in enumerate(zip(predictions, samples, strict=True)):
+        sid = s.get("id", i)
+        if s.get("answer_type") != "image":
+            raise MetricInputError(f"sample {sid!r}: mse scores image generation, which needs "
+                                   f"answer_type 'image' with its target as the last image; got "
+                                   f"answer_type {s.get('answer_type')!r} (rebuild the task)")
         shape = np.shape(p)
         images = list(s.get("images") or [])
         if len(shape) != 3 or shape[2] != 3 or not images:
-            raise MetricInputError(f"sample {s.get('id', i)!r}: mse scores a reconstruction of "
-                                   f"the sample's image as an H x W x 3 array; got shape "
+            raise MetricInputError(f"sample {sid!r}: mse scores a reconstruction of the "
+                                   f"sample's target image as an H x W x 3 array; got shape "
                                    f"{shape} for {len(images)} image(s)")
-        target = to_pil(images[0]).resize((shape[1], shape[0]), resample=2)  # bilinear
+        target = to_pil(images[-1]).resize((shape[1], shape[0]), resample=2)  # bilinear
         targets.append(np.asarray(target, dtype=np.float64) / 255.0)
     return mse([np.asarray(p, dtype=np.float64) for p in predictions], targets)
 

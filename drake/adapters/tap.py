@@ -12,9 +12,11 @@ templates, column names and split rules are declared in ``drake/catalog/others.p
     ``description``), answer = class name, label = the 1-based source label minus
     ``label_offset``.
 ``image-reconstruction`` (FashionMNIST, Caltech-256)
-    TAP's image generation task: the target is the input image (scored by MSE), so the prompt is
-    ``"<image>"`` and the answer is empty; ``resize`` (FashionMNIST: 64) decodes to RGB
-    ``N`` x ``N`` and stores PNG, as TAP feeds 3x64x64 images; other images keep their bytes.
+    TAP's image generation task (scored by MSE), answer_type ``"image"``: ``images`` is
+    [input, target], the target the same picture (TAP reconstructs its input), the prompt
+    ``"<image>"`` (the input's placeholder; the target has none) and the answer empty.
+    ``resize`` (FashionMNIST: 64) decodes both to RGB ``N`` x ``N`` and stores PNG, as TAP
+    feeds 3x64x64 images; other images keep their bytes.
 ``mmlu`` / ``vqa`` / ``commongen`` (text generation, BERTScore + METEOR)
     ``prompt`` and ``answer`` are ``str.format`` templates (paper Tab. 23) over the fields
     ``subject, question, options, answer`` (MMLU: options are ``"A. ..."`` lines, the answer is
@@ -123,8 +125,15 @@ class GenerationCore:
                              f"placeholder(s), it holds {self.prompt.count(IMAGE_TOKEN)}")
         if self.format != "image-reconstruction" and not self.answer:
             raise BuildError(f"{self.where}: declare the 'answer' template in source_args")
+        if self.format == "image-reconstruction" and task.answer_type != "image":
+            raise BuildError(f"{self.where}: a reconstruction stores its target as the last "
+                             f"image; declare answer_type 'image' (not {task.answer_type!r})")
+        if self.format == "image-reconstruction" and self.answer:
+            raise BuildError(f"{self.where}: a reconstruction's target is its last image, not "
+                             f"text; remove the 'answer' template from source_args")
         self.resize = args.get("resize")
         self._raw: dict[tuple[str | None, str], Any] = {}
+        self._selected: dict[tuple[str | None, str], Any] = {}
 
     def describe(self) -> dict[str, Any]:
         """Where the task was read from, for the manifest (``sources.<task>.origin``)."""
@@ -140,6 +149,14 @@ class GenerationCore:
             ds = pick_split(self.dd[cfg], src, self.repo)
             self._raw[(cfg, src)] = raw_images(ds, [self.image_col] if self.image_col else [])
         return self._raw[(cfg, src)]
+
+    def _read(self, cfg: str | None, src: str):
+        """The columns a sample reads, selected once per (config, split): selecting them anew
+        for every row costs milliseconds, which VQAv2's 21,435 rows multiply."""
+        if (cfg, src) not in self._selected:
+            columns = self._text_columns() + ([self.image_col] if self.image_col else [])
+            self._selected[(cfg, src)] = self.dataset(cfg, src).select_columns(columns)
+        return self._selected[(cfg, src)]
 
     def parts(self, split: str) -> list[tuple[str | None, str, list[int]]]:
         """(config, source split, rows) that make our ``split``."""
@@ -200,7 +217,8 @@ class GenerationCore:
             words = [str(c).strip() for c in concepts]
             return ({"concepts": ", ".join(words), "answer": target},
                     {"short_answer": target, "concepts": words})
-        return {}, {"target": "the input image (reconstruction, scored by MSE)"}
+        return {}, {"target": "the last image: the input itself (reconstruction, scored by "
+                              "MSE)"}
 
     def _text_columns(self) -> list[str]:
         cols = list(self.cols.values())
@@ -260,9 +278,7 @@ class GenerationCore:
 
     def sample(self, split: str, record: Mapping[str, Any], index: int) -> dict[str, Any]:
         cfg, src, row = record.get("config"), str(record["split"]), int(record["row"])
-        ds = self.dataset(cfg, src)
-        columns = self._text_columns() + ([self.image_col] if self.image_col else [])
-        values = ds.select_columns(columns)[row]
+        values = self._read(cfg, src)[row]
         fields, meta = self.fields(cfg, values)
         meta.update({"source": self.repo, "revision": self.revision or "main",
                      "source_split": src, "source_row": row, "format": self.format})
@@ -278,7 +294,8 @@ class GenerationCore:
             if self.resize:
                 data = rgb_png(data, int(self.resize))
                 meta["transform"] = f"RGB {self.resize}x{self.resize} bilinear, PNG"
-            images = [data]
+            # a reconstruction's target, stored last, is the input picture itself
+            images = [data, data] if self.format == "image-reconstruction" else [data]
         prefix = f"{cfg}-" if cfg else ""
         return {
             "id": f"{self.task.id}-{prefix}{src}-{row}", "task": self.task.id,

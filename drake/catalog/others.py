@@ -205,8 +205,8 @@ AG_NEWS_CLASSES = ("World", "Sports", "Business", "Sci/Tech")  # sh0416/ag_news 
 
 # TAP (FLAVA setup): 8 datasets across 30 clients. Each row: id, Hub id, answer type,
 # description, metrics, adapter args (``format`` picks the mapping, see drake.adapters.tap).
-# FashionMNIST / Caltech-256 are image reconstruction (MSE): the target is the input image, so
-# their answer is empty; the schema has no image-target type, so they are declared captioning.
+# FashionMNIST / Caltech-256 are image reconstruction (MSE), answer type "image": each sample
+# stores [input, target] (the target the input itself, as TAP reconstructs it) and no answer.
 TAP_TASKS: tuple[tuple[str, str, str, str, tuple[str, ...], dict], ...] = (
     ("tiny-imagenet", "zh-plus/tiny-imagenet", "classification", "image classification",
      ("accuracy",), {"format": "image-classification",
@@ -215,10 +215,10 @@ TAP_TASKS: tuple[tuple[str, str, str, str, tuple[str, ...], dict], ...] = (
     ("cifar100", "uoft-cs/cifar100", "classification", "image classification", ("accuracy",),
      {"format": "image-classification", "image_column": "img", "label_column": "fine_label",
       "split_rule": "official: train / test"}),
-    ("fashion-mnist", "zalando-datasets/fashion_mnist", "captioning",
+    ("fashion-mnist", "zalando-datasets/fashion_mnist", "image",
      "image reconstruction (64x64 RGB)", ("mse",),
      {"format": "image-reconstruction", "resize": 64, "split_rule": "official: train / test"}),
-    ("caltech256", "ilee0022/Caltech-256", "captioning", "image reconstruction", ("mse",),
+    ("caltech256", "ilee0022/Caltech-256", "image", "image reconstruction", ("mse",),
      {"format": "image-reconstruction", "split_rule": "official: train / test"}),
     ("ag-news", "sh0416/ag_news", "classification", "text classification", ("accuracy",),
      {"format": "text-classification", "text": "{title}\n{description}",
@@ -245,7 +245,8 @@ TAP_TASKS: tuple[tuple[str, str, str, str, tuple[str, ...], dict], ...] = (
       "splits": {"train": "train", "test": "validation"},
       "split_rule": "official: train / validation (the test split has no targets)"}),
 )
-_TAP_IMAGES = {"image-classification": (1, 1), "image-reconstruction": (1, 1), "vqa": (1, 1)}
+# images per sample (a reconstruction's count includes its stored target)
+_TAP_IMAGES = {"image-classification": (1, 1), "image-reconstruction": (2, 2), "vqa": (1, 1)}
 
 
 def tap_benchmark() -> BenchmarkSpec:
@@ -263,6 +264,11 @@ def tap_benchmark() -> BenchmarkSpec:
         description="TAP's multi-task multi-modal setup: 8 datasets (FLAVA) or 6 (ViLT) over "
         "30 clients in 3 groups of 10 with fixed task sets",
         protocol="generation", tasks=tuple(tasks),
+        # TAP's FLAVA by default; `--model-mix vilt-b32` for its ViLT (the vilt layout), and
+        # the tiny twins of both offline
+        model_mixes={"flava-full": ("flava-full",), "vilt-b32": ("vilt-b32",),
+                     "tiny-tap": ("tiny-tap",), "tiny-tap-vilt": ("tiny-tap-vilt",)},
+        default_mix="flava-full",
         # TAP's code: 3 groups x 10 client patterns; Fashion-MNIST keeps its index order
         scenarios=tuple(ScenarioSpec(f"{backbone}-30", "tap_groups",
                                      params={"layout": backbone, "groups": 3,

@@ -96,7 +96,7 @@ PATHS: Mapping[str, tuple[str, str, str, str]] = {
 }
 
 #: TAP's image normalisation (its preprocessing uses CIFAR-100's channel statistics); the
-#: image-generation target is the normalised input.
+#: image-generation target is the stored target image, normalised alike.
 IMAGE_MEAN = (0.5071, 0.4865, 0.4409)
 IMAGE_STD = (0.2673, 0.2564, 0.2762)
 #: Side of TAP's input images and of the reconstruction head's output.
@@ -497,13 +497,19 @@ class TapModel(nn.Module):
 
     def loss(self, task: str, batch: Mapping[str, torch.Tensor],
              latents: dict[tuple[str, str], torch.Tensor] | None = None) -> torch.Tensor:
-        """The task's loss: cross-entropy (classification; text generation over the answer's
-        tokens, ``labels`` -100 elsewhere) or the MSE to the normalised input image
-        (reconstruction). ``latents`` as :meth:`features`."""
-        out = self(task, batch, latents)
+        """The task's loss on its sub-batch (:meth:`output_loss`); ``latents`` as
+        :meth:`features`."""
+        return self.output_loss(task, self(task, batch, latents), batch)
+
+    def output_loss(self, task: str, out: torch.Tensor, batch: Mapping[str, torch.Tensor]
+                    ) -> torch.Tensor:
+        """The loss of task ``task``'s output ``out`` on its sub-batch: cross-entropy
+        (classification; text generation over the answer's tokens, ``labels`` -100 elsewhere)
+        or the MSE to the stored target image (``target_values``; the normalised input image
+        where the batch has none)."""
         kind = self.layout.task(task).kind
         if kind == "image_generation":
-            return F.mse_loss(out, batch["pixel_values"])
+            return F.mse_loss(out, batch.get("target_values", batch["pixel_values"]))
         if kind == "text_generation":
             return F.cross_entropy(out.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
         return F.cross_entropy(out, batch["labels"])

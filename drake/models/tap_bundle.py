@@ -6,10 +6,12 @@ tasks (:meth:`TapBundle.bind`, from the build's task specs: :func:`layout_for`);
 the :class:`~drake.models.tap.TapModel` of those tasks. Samples are the suite's schema rows:
 
 * images: the sample's first picture, RGB, resized to 64x64 (bilinear) and normalised with
-  TAP's channel statistics (:data:`~drake.models.tap.IMAGE_MEAN`, ``IMAGE_STD``);
+  TAP's channel statistics (:data:`~drake.models.tap.IMAGE_MEAN`, ``IMAGE_STD``); a
+  reconstruction's input pictures are all but its last, the stored target;
 * text: the prompt without its ``<image>`` placeholders;
-* targets: the class id (``label``), the input picture itself (reconstruction), or the
-  answer's tokens followed by the end token (text generation, teacher-forced).
+* targets: the class id (``label``), the stored target picture (reconstruction: the sample's
+  last image, as the inputs are fed), or the answer's tokens followed by the end token (text
+  generation, teacher-forced).
 
 A training batch may mix tasks: the loss is TAP's ``sum_o lambda_o * l_o`` with
 ``lambda_o = |H_o| / |H|``, the task's share of the batch (TAP §5.1).
@@ -86,7 +88,7 @@ def pixels(image: Any) -> torch.Tensor:
 
 def unnormalise(images: torch.Tensor) -> list[np.ndarray]:
     """Reconstructions ``[B, 3, H, W]`` back to ``H x W x 3`` arrays in [0, 1] (what the MSE
-    metric compares with the input picture)."""
+    metric compares with the stored target picture)."""
     out = (images.detach().float().cpu() * _STD + _MEAN).clamp(0.0, 1.0)
     return [x.permute(1, 2, 0).numpy() for x in out]
 
@@ -195,15 +197,25 @@ class TapBundle:
 
     def _task_batch(self, task: TapTask, samples: Sequence[Mapping[str, Any]]
                     ) -> dict[str, torch.Tensor]:
-        batch: dict[str, torch.Tensor] = {}
-        if "image" in task.modalities:
-            missing = [s.get("id") for s in samples if not s.get("images")]
-            if missing:
-                from drake.errors import SchemaError
+        from drake.errors import SchemaError
 
-                raise SchemaError(f"task {task.name}: sample {missing[0]!r} has no picture, and "
-                                  f"the task reads one; rebuild the task")
-            batch["pixel_values"] = torch.stack([pixels(s["images"][0]) for s in samples])
+        batch: dict[str, torch.Tensor] = {}
+        generates = task.kind == "image_generation"
+        if generates:
+            stale = [s.get("id") for s in samples if s.get("answer_type") != "image"]
+            if stale:
+                raise SchemaError(f"task {task.name}: sample {stale[0]!r} stores no target "
+                                  f"image; a reconstruction needs answer_type 'image' with its "
+                                  f"target as the last image; rebuild the task")
+            batch["target_values"] = torch.stack([pixels(s["images"][-1]) for s in samples])
+        if "image" in task.modalities:
+            # a reconstruction's inputs are its pictures but the last (the target)
+            inputs = [s["images"][:-1] if generates else s["images"] for s in samples]
+            missing = [s.get("id") for s, images in zip(samples, inputs) if not images]
+            if missing:
+                raise SchemaError(f"task {task.name}: sample {missing[0]!r} has no input "
+                                  f"picture, and the task reads one; rebuild the task")
+            batch["pixel_values"] = torch.stack([pixels(images[0]) for images in inputs])
         if "text" in task.modalities:
             batch.update(self._text([s["prompt"] for s in samples]))
         if task.kind.endswith("classification"):
@@ -233,7 +245,8 @@ class TapBundle:
                     latents: dict[tuple[str, str], torch.Tensor] | None = None
                     ) -> dict[str, torch.Tensor]:
         """Each task's loss on its part of the batch (``latents``: see
-        :meth:`~drake.models.tap.TapModel.features`)."""
+        :meth:`~drake.models.tap.TapModel.features`); a reconstruction's is the MSE to its
+        stored target (``target_values``), normalised as the inputs are."""
         return {t: self.tap.loss(t, b, latents) for t, b in batch["tasks"].items()}
 
     def loss(self, batch: Mapping[str, Any]) -> torch.Tensor:

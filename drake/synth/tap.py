@@ -22,12 +22,15 @@ twin                    of                sample
                                           <sentence>"`` that uses them all
 ======================  ================  ===================================================
 
-Reconstruction samples have an empty answer: the target is the input picture (scored by MSE).
+Reconstruction samples are of answer type ``"image"``: two pictures, the input (the prompt's one
+``<image>``) and, last, the target, drawn from the same scene and background seed so that its
+pixels equal the input's (TAP reconstructs its input; scored by MSE); the answer is empty.
 Image-classification prompts are the bare ``<image>``, as TAP feeds pictures without text.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 
 from drake.synth.common import Ctx, Draft, random_objects
@@ -91,17 +94,25 @@ def coarse(ctx: Ctx) -> Draft:
     return Draft([scene], IMAGE, COARSE_CLASSES[label], (), label=label)
 
 
+def _reconstruct(ctx: Ctx, picture: Scene) -> Draft:
+    """A reconstruction of ``picture``: the input and, last, the target, one scene with one
+    background seed (no degradations), so that both render to the same pixels."""
+    fixed = replace(picture, bg_seed=int(ctx.rng.integers(2**31)))
+    return Draft([fixed, fixed], IMAGE, "", ())
+
+
 def item(ctx: Ctx) -> Draft:
     """Fashion-MNIST's twin: one centred shape on a plain background, to reconstruct."""
-    scene = cls_scene(ctx.rng, int(ctx.rng.integers(len(CLS_CLASSES))), "plain")
-    return Draft([scene], IMAGE, "", ())
+    return _reconstruct(ctx, cls_scene(ctx.rng, int(ctx.rng.integers(len(CLS_CLASSES))),
+                                       "plain"))
 
 
 def scene(ctx: Ctx) -> Draft:
-    """Caltech-256's twin: a scene of 1-4 shapes on one of the task's backgrounds."""
+    """Caltech-256's twin: a scene of 1-4 shapes on one of the task's backgrounds, to
+    reconstruct."""
     rng = ctx.rng
     objs = arrange(rng, random_objects(rng, ctx.n_objects(low=1)))
-    return Draft([Scene(tuple(objs), ctx.domain())], IMAGE, "", ())
+    return _reconstruct(ctx, Scene(tuple(objs), ctx.domain()))
 
 
 def topic(ctx: Ctx) -> Draft:

@@ -4,7 +4,8 @@
 ``HF_HUB_OFFLINE=1``; ``hub.publish(repo, {split: Dataset}, ...)`` writes a snapshot in the Hub
 cache layout (``datasets--org--name/{refs/main, snapshots/<sha>/...}``) with the repo's own file
 layout and a README whose YAML ``configs`` say which parquet files form which split, the way the
-real dataset repos do. Nothing reaches the network.
+real dataset repos do. Nothing reaches the network. ``module_hub`` is the same, shared by a
+module's tests.
 """
 
 from __future__ import annotations
@@ -81,9 +82,7 @@ class Hub:
         return snap
 
 
-@pytest.fixture
-def hub(tmp_path, monkeypatch) -> Hub:
-    home = tmp_path / "hf"
+def _offline_hub(home: Path, monkeypatch: pytest.MonkeyPatch) -> Hub:
     monkeypatch.setenv("HF_HOME", str(home))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(home / "datasets"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -94,3 +93,16 @@ def hub(tmp_path, monkeypatch) -> Hub:
 
     datasets.disable_progress_bars()
     return Hub(cache=cache, root=home)
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch) -> Hub:
+    return _offline_hub(tmp_path / "hf", monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_hub(tmp_path_factory):
+    """``hub`` shared by a module's tests (one filled cache, e.g. for a build that several tests
+    read); the environment is restored after the module."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _offline_hub(tmp_path_factory.mktemp("hub") / "hf", monkeypatch)

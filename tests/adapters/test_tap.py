@@ -158,13 +158,44 @@ def test_fashion_mnist_becomes_64x64_rgb_png_deterministically(hub):
     conv, samples = _all(TapAdapter(hub.options()), task, "test")
     s = samples[0]
     assert (s["prompt"], s["answer"], s["label"], s["answer_type"]) == \
-        ("<image>", "", -1, "captioning")
-    img = PILImage.open(io.BytesIO(s["images"][0]))
-    assert (img.format, img.mode, img.size) == ("PNG", "RGB", (64, 64))
-    assert np.asarray(img)[0, 0].tolist() == [0, 0, 0]
+        ("<image>", "", -1, "image")
+    # [input, target]: the target, stored last, is the input picture (TAP reconstructs it)
+    source, target = (PILImage.open(io.BytesIO(b)) for b in s["images"])
+    for img in (source, target):
+        assert (img.format, img.mode, img.size) == ("PNG", "RGB", (64, 64))
+    assert np.array_equal(np.asarray(source), np.asarray(target))
+    assert np.asarray(target)[0, 0].tolist() == [0, 0, 0]
     assert json.loads(s["meta"])["class_name"] == "Ankle boot"
     again = TapAdapter(hub.options())
     assert again.sample(task, "test", again.convert(task, "test").kept[0], 0) == s
+
+
+def test_caltech256_keeps_its_bytes_as_input_and_target(hub):
+    from datasets import ClassLabel, Dataset, Features, Image
+
+    feats = Features({"image": Image(), "label": ClassLabel(names=["001.ak47", "002.bat"])})
+    pictures = [hub.jpeg((40 * k, 90, 10), (12, 9)) for k in range(2)]
+    ds = Dataset.from_dict({"image": [{"bytes": b, "path": None} for b in pictures],
+                            "label": [0, 1]}, features=feats)
+    hub.publish("ilee0022/Caltech-256", {"train": ds, "test": ds})
+    _, samples = _all(TapAdapter(hub.options()), _task("caltech256"), "train")
+    assert [s["images"] for s in samples] == [[b, b] for b in pictures]
+    assert {(s["prompt"], s["answer"], s["answer_type"]) for s in samples} == \
+        {("<image>", "", "image")}
+
+
+def test_a_reconstruction_declared_as_text_is_refused(hub):
+    from datasets import Dataset, Features, Image
+
+    ds = Dataset.from_dict({"image": [{"bytes": hub.png(), "path": None}]},
+                           features=Features({"image": Image()}))
+    hub.publish("ilee0022/Caltech-256", {"train": ds, "test": ds})
+    d = _task("caltech256").to_dict()
+    d.update(answer_type="captioning", num_images=(1, 1), metrics=("mse",))
+    with pytest.raises(BuildError, match="declare answer_type 'image' \\(not 'captioning'\\)"):
+        TapAdapter(hub.options()).convert(TaskSpec(**d), "train")
+    with pytest.raises(BuildError, match="remove the 'answer' template"):
+        TapAdapter(hub.options()).convert(_task("caltech256", answer="{answer}"), "train")
 
 
 def test_ag_news_text_classification(hub):

@@ -48,6 +48,49 @@ def test_bad_samples_name_the_problem(change, fragment):
         assert "t-train-000001" in str(info.value)
 
 
+def image_sample(**kw):
+    """An image-generation sample: one input picture and, last, its target."""
+    picture = Image.new("RGB", (8, 8))
+    return sample(**{"images": [picture, picture], "prompt": "<image>", "answer": "",
+                     "choices": [], "answer_type": "image", **kw})
+
+
+def test_image_sample_stores_its_target_last_without_a_placeholder():
+    validate_sample(image_sample())
+    # text to image: no input picture, only the target
+    validate_sample(image_sample(images=[Image.new("RGB", (8, 8))], prompt="Draw a red circle"))
+    # two inputs and the target
+    validate_sample(image_sample(images=[Image.new("RGB", (8, 8))] * 3,
+                                 prompt="<image> then <image>"))
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"images": [], "prompt": ""}, "field 'images' is empty, but an image sample stores its "
+                                       "target image as the last entry of 'images'"),
+        ({"prompt": "<image><image>"}, "prompt holds 2 <image> placeholder(s) but the image "
+                                       "sample has 1 input image(s) (its last image is the "
+                                       "target, with no placeholder)"),
+        ({"prompt": "no placeholder"}, "prompt holds 0 <image> placeholder(s) but the image "
+                                       "sample has 1 input image(s)"),
+        ({"answer": "a picture"}, "field 'answer' is 'a picture', but an image sample's target "
+                                  "is its last image; leave 'answer' empty"),
+        ({"choices": ["a", "b"]}, "an image sample must have an empty choice list"),
+    ],
+)
+def test_bad_image_samples_name_the_problem(change, fragment):
+    with pytest.raises(SchemaError) as info:
+        validate_sample(image_sample(**change))
+    assert fragment in str(info.value) and "t-train-000001" in str(info.value)
+
+
+def test_other_answer_types_keep_one_placeholder_per_image():
+    """Only an image sample's last picture goes without a placeholder."""
+    with pytest.raises(SchemaError, match="1 <image> placeholder.*2 image"):
+        validate_sample(image_sample(answer_type="captioning", answer="a caption"))
+
+
 def test_missing_and_extra_fields_are_named():
     s = sample()
     del s["domain"]

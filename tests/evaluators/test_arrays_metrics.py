@@ -67,9 +67,10 @@ def test_classification_accuracy_bad_input():
         classification_accuracy([0, 1], None)
 
 
-def test_mse_of_a_task_scores_reconstructions_against_the_sample_image():
-    """The registry's ``mse`` task scorer: the target is the sample's own image at the
-    prediction's size, in [0, 1] (a 2 x 2 image: two black pixels, two white)."""
+def test_mse_of_a_task_scores_reconstructions_against_the_stored_target():
+    """The registry's ``mse`` task scorer: the target is the sample's last image (an
+    ``"image"`` sample's stored target) at the prediction's size, in [0, 1] (a 2 x 2 image: two
+    black pixels, two white)."""
     from PIL import Image
 
     from evaluators import score_task
@@ -77,10 +78,36 @@ def test_mse_of_a_task_scores_reconstructions_against_the_sample_image():
     image = Image.new("RGB", (2, 2), (0, 0, 0))
     image.putpixel((1, 0), (255, 255, 255))
     image.putpixel((1, 1), (255, 255, 255))
-    sample = {"id": "s0", "images": [image], "answer": ""}
+    sample = {"id": "s0", "images": [image, image], "answer": "", "answer_type": "image"}
     grey = np.full((2, 2, 3), 0.5)
     assert score_task("mse", [grey], [sample]) == pytest.approx(0.25)  # every pixel off by 0.5
     perfect = np.asarray(image, dtype=float) / 255.0
     assert score_task("mse", [perfect, grey], [sample, sample]) == pytest.approx(0.125)
     with pytest.raises(MetricInputError, match="s0.*H x W x 3"):
         score_task("mse", ["a caption"], [sample])
+
+
+def test_mse_reads_the_last_image_not_the_input():
+    """A sample whose target differs from its input: scored against the target (the last)."""
+    from PIL import Image
+
+    from evaluators import score_task
+
+    black, white = Image.new("RGB", (2, 2), (0, 0, 0)), Image.new("RGB", (2, 2), (255,) * 3)
+    sample = {"id": "s1", "images": [black, white], "answer": "", "answer_type": "image"}
+    assert score_task("mse", [np.ones((2, 2, 3))], [sample]) == 0.0
+    assert score_task("mse", [np.zeros((2, 2, 3))], [sample]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("answer_type", ["captioning", None])
+def test_mse_refuses_a_sample_without_a_stored_target(answer_type):
+    from PIL import Image
+
+    from evaluators import score_task
+
+    sample = {"id": "old", "images": [Image.new("RGB", (2, 2))], "answer": ""}
+    if answer_type:
+        sample["answer_type"] = answer_type
+    with pytest.raises(MetricInputError, match=r"'old'.*needs answer_type 'image' with its "
+                                               r"target as the last image"):
+        score_task("mse", [np.zeros((2, 2, 3))], [sample])

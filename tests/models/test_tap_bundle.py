@@ -84,6 +84,36 @@ def test_mixed_batch_loss_is_the_task_share_weighted_sum(bundle):
     assert bundle.tokenizer.decode(labels[:n - 1]).strip() == samples[3]["answer"]
 
 
+def test_reconstruction_reads_its_inputs_and_learns_the_stored_target(bundle):
+    """A reconstruction feeds all but its last picture and is scored against the last, the
+    stored target: a sample whose target differs from its input gets the target's loss."""
+    import torch.nn.functional as F
+
+    bundle.control.activate(["w"])
+    bundle.model.eval()
+    sample = generate_sample("tap-synth-item", "train", 0, seed=0)
+    black = Image.new("RGB", (64, 64), (0, 0, 0))
+    other = {**sample, "images": [sample["images"][0], black]}
+    batch = bundle.collate([other])["tasks"]["tap-synth-item"]
+    torch.testing.assert_close(batch["pixel_values"][0], pixels(sample["images"][0]))
+    torch.testing.assert_close(batch["target_values"][0], pixels(black))
+    with torch.no_grad():
+        out = bundle.outputs(bundle.collate([other]))["tap-synth-item"]
+        loss = bundle.task_losses(bundle.collate([other]))["tap-synth-item"]
+    torch.testing.assert_close(loss, F.mse_loss(out, pixels(black)[None]))
+    assert not torch.allclose(loss, F.mse_loss(out, batch["pixel_values"]))
+    # the stored target of a tap-synth sample is its input's pixels
+    same = bundle.collate([sample])["tasks"]["tap-synth-item"]
+    torch.testing.assert_close(same["target_values"], same["pixel_values"])
+
+
+def test_a_reconstruction_without_a_stored_target_is_refused(bundle):
+    sample = generate_sample("tap-synth-item", "train", 0, seed=0)
+    old = {**sample, "images": sample["images"][:1], "answer_type": "captioning"}
+    with pytest.raises(DrakeError, match=r"stores no target image.*answer_type 'image'"):
+        bundle.collate([old])
+
+
 def test_predictions_per_kind_in_sample_order(bundle):
     bundle.control.activate(["w"])
     samples = _samples(1)
@@ -120,11 +150,22 @@ def test_adapters_are_separate_and_one_runs_at_a_time(bundle):
     with torch.no_grad():
         torch.testing.assert_close(bundle.outputs(batch)["tap-synth-topic"], out_w)
     control.load("x", x)
-    with pytest.raises(ValueError, match="one adapter at a time"):
-        control.activate(["w", "x"])
+    with pytest.raises(ValueError, match="2 adapters"):
+        control.activate(["w", "x"], [1.0])
 
 
-def test_tiny_tap_has_no_pretrained_weights_yet():
-    with pytest.raises(ModelNotPretrained, match="--untrained"):
-        load_model("tiny-tap")
+@pytest.mark.parametrize("name", ["tiny-tap", "tiny-tap-vilt"])
+def test_tiny_tap_loads_the_shipped_backbone_and_an_empty_cache_says_how_to_fix(
+        name, tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from drake.models.shipped import SHIPPED_ROOT
+
+    monkeypatch.setenv("DRAKE_CACHE", str(tmp_path / "empty"))
+    bundle = load_model(name)
+    saved = load_file(str(SHIPPED_ROOT / name / "model.safetensors"))
+    state = bundle.base.state_dict()
+    assert set(saved) == set(state) and all(torch.equal(state[k], v) for k, v in saved.items())
+    with pytest.raises(ModelNotPretrained, match=f"drake models pretrain --model {name}"):
+        load_model(name, cache_dir=tmp_path / "other")
     assert issubclass(ModelNotPretrained, DrakeError)

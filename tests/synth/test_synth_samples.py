@@ -41,7 +41,9 @@ def test_samples_are_valid(task_id):
             assert s["answer_type"] == task.answer_type
             lo, hi = task.num_images
             assert lo <= len(s["images"]) <= hi
-            assert s["prompt"].count(IMAGE_TOKEN) == len(s["images"])
+            # an image task's target (its last image) has no placeholder
+            targets = 1 if task.answer_type == "image" else 0
+            assert s["prompt"].count(IMAGE_TOKEN) == len(s["images"]) - targets
             for img in s["images"]:
                 assert isinstance(img, Image.Image)
                 assert img.mode == "RGB" and img.size == (64, 64)
@@ -49,7 +51,7 @@ def test_samples_are_valid(task_id):
                 assert len(s["choices"]) >= 2 and s["answer"] in s["choices"]
             else:
                 assert s["choices"] == []
-                # a reconstruction's target is its picture
+                # a reconstruction's target is its last picture, not an answer
                 assert bool(s["answer"].strip()) == (task.metric != "mse")
             if task.answer_type == "classification":
                 assert s["label"] >= 0

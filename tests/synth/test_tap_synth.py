@@ -60,11 +60,18 @@ def test_classification_twins_are_balanced_by_index_and_name_their_class():
             assert f" {colour} " in shape and f"{kind}@" in shape
 
 
-def test_reconstruction_twins_are_a_picture_and_no_text():
+def test_reconstruction_twins_are_a_picture_and_its_stored_target():
+    import numpy as np
+
     for task in ("tap-synth-item", "tap-synth-scene"):
         for s in _samples(task)[:10]:
-            assert (s["prompt"], s["answer"], len(s["images"])) == ("<image>", "", 1)
+            assert (s["prompt"], s["answer"], s["answer_type"], len(s["images"])) == \
+                ("<image>", "", "image", 2)
+            source, target = (np.asarray(im) for im in s["images"])
+            assert np.array_equal(source, target)  # TAP reconstructs its input
     assert all(s["domain"] == "plain" for s in _samples("tap-synth-item"))
+    # every background, noise included, is drawn the same for the input and the target
+    assert len({s["domain"] for s in _samples("tap-synth-scene")}) > 1
 
 
 def test_topic_class_is_the_colour_of_the_one_large_shape():
