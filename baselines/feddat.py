@@ -25,7 +25,10 @@ Compute: three forward passes (the teacher's without a backward) and two backwar
 batch; FedMosaic's code gives FedDAT 43 of SFT's 100 iterations (``compute_ratio``).
 
 The logits are LLaVA's next-token logits of the answer tokens, or a CLIP model's class logits
-(:meth:`~baselines.base.ClientHandle.logits`): one implementation for both model kinds.
+(:meth:`~baselines.base.ClientHandle.logits`): one implementation for both model kinds. On TAP's
+model (``tap-feddat``, :class:`baselines.tap.TapFedDAT`) the same steps run on each task's outputs,
+with that model's task losses and TAP's per-task distillation terms (:meth:`FedDAT.supervised`,
+:meth:`FedDAT.distil`).
 """
 
 from __future__ import annotations
@@ -63,23 +66,39 @@ class FedDAT(Method):
         return dict(DAT)
 
     def local_train(self, client) -> Payload:
+        loss = self.dat_steps(client, client.steps)
+        return Payload({"shared": client.get("shared")}, {"loss": loss})
+
+    def dat_steps(self, client, steps: int) -> float:
+        """``steps`` iterations of the two DAT steps above, the teacher A₂ first set to the
+        received global A₁; returns A₀'s mean loss."""
         client.set("teacher", client.get("shared"))  # A₂: the received global A₁, frozen
-        t = self.temperature
         names, weights = list(DAT), list(DAT.values())
         total = 0.0
-        for _ in range(client.steps):
+        for _ in range(steps):
             batch = client.next_batch()
             with torch.no_grad():
                 z_dat, _ = client.logits(batch, names, weights, trainable=[])
             z1, labels = client.logits(batch, ["shared"])
-            loss1 = 0.5 * (F.cross_entropy(z1, labels) + kd_loss(z1, z_dat, t))
+            loss1 = 0.5 * (self.supervised(client, batch, z1, labels)
+                           + self.distil(client, batch, z1, z_dat, labels))
             client.step("shared", loss1)
             z_dat, labels = client.logits(batch, names, weights, trainable=["local"])
-            loss0 = 0.5 * (F.cross_entropy(z_dat, labels) + kd_loss(z_dat, z1.detach(), t))
+            loss0 = 0.5 * (self.supervised(client, batch, z_dat, labels)
+                           + self.distil(client, batch, z_dat, z1, labels))
             client.step("local", loss0)
             total += float(loss0.detach())
-        return Payload({"shared": client.get("shared")},
-                       {"loss": total / client.steps if client.steps else 0.0})
+        return total / steps if steps else 0.0
+
+    def supervised(self, client, batch, logits: torch.Tensor, labels: torch.Tensor
+                   ) -> torch.Tensor:
+        """The task loss of one forward's logits: cross-entropy to the labels."""
+        return F.cross_entropy(logits, labels)
+
+    def distil(self, client, batch, student: torch.Tensor, teacher: torch.Tensor,
+               labels: torch.Tensor) -> torch.Tensor:
+        """``KL_T(student || teacher)``, the teacher detached."""
+        return kd_loss(student, teacher.detach(), self.temperature)
 
     def aggregate(self, uploads, clients, round) -> dict[int, Payload]:
         return self.share_within_groups(uploads, clients, "shared")

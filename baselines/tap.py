@@ -40,10 +40,11 @@ import torch.nn.functional as F
 
 from baselines.base import AdapterConfig, ClientInfo, Method, Payload, State, register
 from baselines.distill import kd_loss
+from baselines.feddat import FedDAT
 from baselines.perfedavg import PerFedAvg
 
-__all__ = ["DisentAFL", "Tap", "TapFedAvg", "TapPerFedAvg", "component_mean", "disentanglement",
-           "kd_term", "replaced", "task_keys"]
+__all__ = ["DisentAFL", "Tap", "TapFedAvg", "TapFedDAT", "TapPerFedAvg", "component_mean",
+           "disentanglement", "kd_term", "replaced", "task_keys"]
 
 #: task kinds that take the smaller margin (TAP Tab. 22)
 SMALL_MARGIN_KINDS = ("image_generation", "text_classification")
@@ -120,6 +121,8 @@ class _TapCommon(Method):
 
     kinds = ("tap",)
     fresh_optimizer = True  # the release builds a new AdamW at every local session
+    #: the adapter whose part each client uploads and the server averages per component
+    shared = "local"
 
     def adapters(self) -> dict[str, AdapterConfig]:
         return {"local": AdapterConfig()}
@@ -172,20 +175,20 @@ class _TapCommon(Method):
         for cid in sorted(uploads):
             by_arch.setdefault(clients[cid].arch, []).append(cid)
         for arch, ids in by_arch.items():
-            mean = component_mean([uploads[i].tensors["local"] for i in ids],
+            mean = component_mean([uploads[i].tensors[self.shared] for i in ids],
                                   [max(clients[i].num_samples, 1) for i in ids])
-            self._group_means[("local", arch)] = {
-                **self._group_means.get(("local", arch), {}), **mean}
+            self._group_means[(self.shared, arch)] = {
+                **self._group_means.get((self.shared, arch), {}), **mean}
         out = {}
         for cid, info in clients.items():
-            held = self._group_means.get(("local", info.arch))
+            held = self._group_means.get((self.shared, info.arch))
             if not held:
                 continue
             modules = self.server.task_modules(info.arch, info.tasks)
             part = dict(held) if modules is None else {
                 k: held[k] for k in task_keys(list(held), modules)}
             if part:
-                out[cid] = Payload({"local": part})
+                out[cid] = Payload({self.shared: part})
         return out
 
 
@@ -246,6 +249,54 @@ class TapPerFedAvg(_TapCommon, PerFedAvg):
 
     def post_fl(self, client) -> None:
         self._train(client, "local", self.post_steps)  # nothing where post_steps is 0
+
+
+@register
+class TapFedDAT(_TapCommon, FedDAT):
+    """FedDAT (:class:`~baselines.feddat.FedDAT`, the same steps) on TAP's model: the shared
+    adapter's part is uploaded and averaged per component; the task loss of a forward is TAP's
+    task-share weighted sum of its tasks' losses, and the distillation between the shared
+    adapter and the Dual-Adapter Teacher is TAP's per-task term (:func:`kd_term`: KL on logits,
+    the MSE between two reconstructions), weighted alike. Each adapter holds its own copy of
+    the fully trained modules; the DAT runs both copies and averages their outputs, as it
+    averages the two adapters' LoRA deltas (:class:`drake.runtime.client.TapAdapters`).
+    ``post_steps`` > 0 is "FedDAT + Post-train": after the last round each client runs that
+    many more of FedDAT's local iterations on its data."""
+
+    name = "tap-feddat"
+    shared = "shared"
+
+    def __init__(self, lr: float = 3e-4, temperature: float = 3.0, post_steps: int = 0,
+                 **hp) -> None:
+        FedDAT.__init__(self, lr=lr, temperature=temperature, post_steps=post_steps, **hp)
+        self.post_steps = int(post_steps)
+
+    adapters = FedDAT.adapters
+    aggregate = _TapCommon.aggregate
+
+    def local_train(self, client) -> Payload:
+        payload = FedDAT.local_train(self, client)
+        return Payload({"shared": self._owned(client, payload.tensors["shared"])}, payload.meta)
+
+    def post_fl(self, client) -> None:
+        if self.post_steps:
+            self.dat_steps(client, self.post_steps)
+
+    def supervised(self, client, batch, logits, labels) -> torch.Tensor:
+        return sum(share * client.bundle.tap.output_loss(task, logits[task], batch["tasks"][task])
+                   for task, share in _shares(batch).items())
+
+    def distil(self, client, batch, student, teacher, labels) -> torch.Tensor:
+        layout = client.bundle.layout
+        return sum(share * kd_term(layout.task(task).kind, student[task], teacher[task],
+                                   labels.get(task), self.temperature)
+                   for task, share in _shares(batch).items())
+
+
+def _shares(batch: Mapping[str, Any]) -> dict[str, float]:
+    """Each task's share of a collated batch's rows (TAP's task weighting)."""
+    total = sum(batch["counts"].values())
+    return {t: n / total for t, n in batch["counts"].items()}
 
 
 @register

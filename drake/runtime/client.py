@@ -78,25 +78,45 @@ class PeftAdapters:
 
 class TapAdapters(PeftAdapters):
     """The adapter set of a TAP model: named peft adapters, each TAP's LoRA plus its own copy
-    of the fully trained modules (peft's ``modules_to_save``). One adapter is active at a time
-    (TAP's personal model X and FL copy W are two adapters, never mixed)."""
+    of the fully trained modules (peft's ``modules_to_save``). Usually one adapter is active
+    (TAP's personal model X and FL copy W are two adapters, never mixed). Several active
+    adapters with weights (FedDAT's Dual-Adapter Teacher) add their LoRA deltas, each scaled by
+    its weight, as :class:`PeftAdapters` does, and each fully trained module gives the weighted
+    sum of its copies' outputs: the same mix of the adapters' contributions, at the output of
+    modules that have no frozen base."""
 
     def __init__(self, model: torch.nn.Module, names: Sequence[str]) -> None:
+        from peft.utils.other import ModulesToSaveWrapper
+
         from drake.models.lora import _adapter_params
 
         super().__init__(model, names)
         self._params = {n: list(_adapter_params(model, n).values()) for n in self.names}
+        self.wrappers = [m for m in model.modules() if isinstance(m, ModulesToSaveWrapper)]
 
     def activate(self, names: Sequence[str], weights: Sequence[float] | None = None,
                  trainable: Sequence[str] = ()) -> None:
         names = list(names)
-        if len(names) != 1 or (weights is not None and list(weights) != [1.0]):
-            raise ValueError(f"a TAP model runs one adapter at a time, unweighted; got "
-                             f"{names} with weights {weights}")
+        weights = [1.0] * len(names) if weights is None else [float(w) for w in weights]
+        if len(weights) != len(names):
+            raise ValueError(f"{len(names)} adapters {names} but {len(weights)} weights")
         self.model.set_adapter(names[0])
-        for n, params in self._params.items():
-            for p in params:
-                p.requires_grad_(n in trainable)
+        mix = list(zip(names, weights)) if (len(names), weights) != (1, [1.0]) else None
+        for wrapper in self.wrappers:
+            if mix is None:
+                wrapper.__dict__.pop("_forward_wrapped", None)
+            else:  # an instance attribute shadows peft's one-copy forward
+                wrapper.__dict__["_forward_wrapped"] = _mixed_forward(wrapper, mix)
+        super().activate(names, weights, trainable)
+
+
+def _mixed_forward(wrapper: Any, mix: Sequence[tuple[str, float]]):
+    """A ``modules_to_save`` wrapper's forward that sums its copies' outputs, weighted."""
+
+    def forward(*args: Any, **kwargs: Any) -> torch.Tensor:
+        return sum(w * wrapper.modules_to_save[n](*args, **kwargs) for n, w in mix)
+
+    return forward
 
 
 class RuntimeClient:
