@@ -74,20 +74,23 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     from drake.models.clip_pretrain import CLIP_FOLDER
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
     from drake.models.shipped import SHIPPED_SHA256
+    from drake.models.tap_pretrain import TAP_PRETRAIN_MODELS
 
-    names = [*TINY_MODELS, CLIP_FOLDER] if args.model == "all" else [args.model]
+    everything = (*TINY_MODELS, CLIP_FOLDER, *TAP_PRETRAIN_MODELS)
+    names = list(everything) if args.model == "all" else [args.model]
     for name in names:
-        if name not in (*TINY_MODELS, CLIP_FOLDER):
+        if name not in everything:
             raise UnknownNameError(
                 f"--model {name!r} is not a tiny model; choose one of "
-                f"{', '.join(TINY_MODELS)}, {CLIP_FOLDER} or all (real backbones come "
-                f"pretrained)"
+                f"{', '.join(everything)} or all (real backbones come pretrained)"
             )
     root = Path(args.cache_dir) if args.cache_dir else None
+    for name in [n for n in names if n in TAP_PRETRAIN_MODELS]:
+        _pretrain_tap(args, root, name)
     clip = CLIP_FOLDER in names
-    names = [n for n in names if n != CLIP_FOLDER]
-    if not names:  # tiny-clip alone
-        return _pretrain_clip(args, root)
+    names = [n for n in names if n in TINY_MODELS]
+    if not names:  # tiny-clip or the TAP backbones alone
+        return _pretrain_clip(args, root) if clip else 0
     totals = {name: args.steps for name in names}
     if not args.reuse_vision:
         totals = {VISION_FOLDER: args.vision_steps, **totals}
@@ -130,6 +133,38 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                          "library versions)")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
     return _pretrain_clip(args, root) if clip else 0
+
+
+def _pretrain_tap(args: argparse.Namespace, root: Path | None, name: str) -> None:
+    """One tiny TAP backbone (:mod:`drake.models.tap_pretrain`), with its report line."""
+    from tqdm.auto import tqdm
+
+    from drake.models.pretrain import REPORT_FILE
+    from drake.models.shipped import SHIPPED_SHA256
+    from drake.models.tap_pretrain import pretrain_tap
+
+    bar = tqdm(total=args.tap_steps, desc=f"pretraining {name}", unit="step", file=sys.stderr,
+               disable=None)
+
+    def update(step: int, total: int, loss: float) -> None:
+        bar.update(step - bar.n)
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+
+    try:
+        folder = pretrain_tap(name, out_dir=root, seed=args.seed, steps=args.tap_steps,
+                              progress=update)
+    finally:
+        bar.close()
+    report = json.loads((folder / REPORT_FILE).read_text())
+    before, after = report["held_out_before"], report["held_out_after"]
+    same = report["weights_sha256"] == SHIPPED_SHA256.get(name)
+    sys.stdout.write(
+        f"{name}: {report['steps']} steps ({report['objective']}) in "
+        f"{report['wall_seconds']:.0f}s, final loss {report['final_loss']:.3f}; held-out "
+        f"masked answer words {before.get('answer_accuracy', 0):.2f} -> "
+        f"{after.get('answer_accuracy', 0):.2f}; "
+        + ("identical to the shipped weights" if same else "differs from the shipped weights "
+           "(other arguments, seed or library versions)") + f"\n  saved to {folder}\n")
 
 
 def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
@@ -189,6 +224,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_VISION_PICTURES,
         DEFAULT_VISION_STEPS,
     )
+    from drake.models.tap_pretrain import DEFAULT_TAP_STEPS
 
     parser = subparsers.add_parser("models", help="list the model zoo; pretrain the tiny models")
     sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
@@ -204,7 +240,11 @@ def add_cli(subparsers: Any) -> None:
                        "two hours on two CPU cores, tiny-clip alone about six and a half "
                        "minutes; the suite ships their result)")
     p.add_argument("--model", default="all",
-                   help=f"{', '.join(TINY_MODELS)} or tiny-clip, or all (default)")
+                   help=f"{', '.join(TINY_MODELS)}, tiny-clip, tiny-tap or tiny-tap-vilt, or "
+                   "all (default)")
+    p.add_argument("--tap-steps", type=int, default=DEFAULT_TAP_STEPS,
+                   help="tiny-tap / tiny-tap-vilt: steps of their backbone's own pretraining "
+                   f"objectives (default {DEFAULT_TAP_STEPS}; about 4 and 2.5 minutes)")
     p.add_argument("--clip-tower-steps", type=int, default=DEFAULT_CLIP_TOWER_STEPS,
                    help="tiny-clip stage 1: steps of the image tower's last stage with the text "
                    f"side (default {DEFAULT_CLIP_TOWER_STEPS}; 0 keeps the shipped tower whole)")

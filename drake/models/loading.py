@@ -76,8 +76,11 @@ def pretrained_missing(name: str, root: Path | None = None) -> list[str]:
     info = get_info(name, any_hub_id=True)
     if not info.offline:
         return []
-    if info.kind == "tap":  # pretraining of the TAP model's encoders is not written yet
-        return [f"{info.name}'s pretrained weights (none exist yet; run it --untrained)"]
+    if info.kind == "tap":  # the weights alone: its tokenizer and config are this code's
+        folder = tiny_folder(info.name, root)
+        if (folder / WEIGHTS_FILE).is_file() or (root is None and shipped_folder(info.name)):
+            return []
+        return [WEIGHTS_FILE]
     if info.kind == "clip":  # its image tower is the shipped tiny LLaVA tower, whatever root
         return [] if shipped_folder(TINY_MODELS[0]) is not None else [
             f"the shipped {TINY_MODELS[0]} weights"]
@@ -164,8 +167,10 @@ def load_model(
         reached (or ``HF_HUB_OFFLINE=1``).
     """
     info = get_info(name, any_hub_id=True)
-    if info.kind == "tap":
-        bundle = _load_tiny_tap(info, pretrained, seed, vocab)
+    if info.kind == "tap" and not info.offline:
+        bundle = _load_hub_tap(info, device, dtype)
+    elif info.kind == "tap":
+        bundle = _load_tiny_tap(info, cache_dir, pretrained, seed, vocab)
     elif info.kind == "clip" and info.offline:
         bundle = _load_tiny_clip(info, cache_dir, pretrained, seed, vocab)
     elif info.kind == "clip":
@@ -297,27 +302,58 @@ def _load_tiny_clip(info: ModelInfo, root: Path | None, pretrained: bool, seed: 
 TINY_TAP = {"hidden": 64, "layers": 2, "image_side": 32, "patch": 8, "text_positions": 192}
 
 
-def _load_tiny_tap(info: ModelInfo, pretrained: bool, seed: int, vocab: Sequence[str] | None):
+def _load_tiny_tap(info: ModelInfo, root: Path | None, pretrained: bool, seed: int,
+                   vocab: Sequence[str] | None):
     """``tiny-tap`` (a small FLAVA from a config) or ``tiny-tap-vilt`` (a small ViLT) with
     drake-synth's tokenizer, as a :class:`~drake.models.tap_bundle.TapBundle` (bound to its
-    tasks by the runtime)."""
+    tasks by the runtime). Pretrained: the weights :mod:`drake.models.tap_pretrain` wrote to the
+    model cache ``root``, else the shipped ones."""
+    from safetensors.torch import load_file
+
     from drake.models.tap import VILT_RANKS, tiny_flava, tiny_vilt
     from drake.models.tap_bundle import TapBundle
 
-    if pretrained:
-        raise ModelNotPretrained(
-            f"{info.name} has no pretrained weights yet (pretraining the TAP model's encoders on "
-            f"drake-synth's public split is not written); load it with pretrained=False "
-            f"(`drake eval --untrained`) for random encoders")
+    if pretrained and vocab is not None:
+        raise ValueError("vocab applies to pretrained=False only; pretrained models keep theirs")
     tokenizer = build_tokenizer(synth_vocabulary() if vocab is None else vocab)
     sizes = {k: TINY_TAP[k] for k in ("hidden", "image_side", "patch", "text_positions")}
-    if info.family == "vilt":  # TAP's ViLT: stacks of 2 (TAP's 4) from the first 4 layers
+    vilt = info.family == "vilt"
+    if vilt:  # TAP's ViLT: stacks of 2 (TAP's 4) from the first 4 layers
         base = tiny_vilt(len(tokenizer), layers=2 * TINY_TAP["layers"], seed=seed, **sizes)
+    else:
+        base = tiny_flava(len(tokenizer), layers=TINY_TAP["layers"], seed=seed, **sizes)
+    if pretrained:
+        folder = _tap_weights(info, root)
+        state = load_file(str(folder / WEIGHTS_FILE))
+        try:
+            base.load_state_dict(state, strict=True)
+        except RuntimeError as err:
+            raise ModelLoadError(
+                f"{folder / WEIGHTS_FILE} does not fit this version's {info.name} ({err}); "
+                f"re-run `drake models pretrain --model {info.name}`, or delete {folder} to use "
+                f"the weights this version ships") from None
+    if vilt:
         return TapBundle(info.name, info, base, tokenizer, stack_depth=TINY_TAP["layers"],
                          ranks=VILT_RANKS, max_text_tokens=TINY_TAP["text_positions"])
-    base = tiny_flava(len(tokenizer), layers=TINY_TAP["layers"], seed=seed, **sizes)
     return TapBundle(info.name, info, base, tokenizer,
                      max_text_tokens=TINY_TAP["text_positions"])
+
+
+def _tap_weights(info: ModelInfo, root: Path | None) -> Path:
+    """The folder of a tiny TAP backbone's pretrained weights: the model cache's, else the
+    shipped (sha256-checked) ones."""
+    folder = tiny_folder(info.name, root)
+    if (folder / WEIGHTS_FILE).is_file():
+        return folder
+    shipped = shipped_folder(info.name) if root is None else None
+    if shipped is not None:
+        verify_shipped(info.name, shipped)
+        return shipped
+    raise ModelNotPretrained(
+        f"{info.name} has no pretrained weights in {folder} (missing {WEIGHTS_FILE}); run "
+        f"`drake models pretrain --model {info.name}`"
+        + (f" --cache-dir {Path(root)}" if root is not None else "")
+        + "; or load it with pretrained=False (`drake eval --untrained`) for random encoders")
 
 
 # --------------------------------------------------------------------------------- real
@@ -327,6 +363,8 @@ def _offline_error(info: ModelInfo, hub: Path, why: str) -> NetworkUnavailable:
     if info.kind == "clip":
         tiny = ", ".join(n for n, i in CLIP_ZOO.items() if i.offline)
         alternative = f"{tiny} (its image tower ships with drake)"
+    elif info.kind == "tap":
+        alternative = "tiny-tap or tiny-tap-vilt (their weights ship with drake)"
     else:
         alternative = f"{', '.join(TINY_MODELS)} (`drake models pretrain`)"
     return NetworkUnavailable(
@@ -518,3 +556,39 @@ def _load_hub_clip(info: ModelInfo, device: str | torch.device, dtype: torch.dty
     size = int(model.config.vision_config.image_size)
     return ClipBundle(info.name, info, HubClip(model), tokenizer,
                       pixel_fn=lambda images: clip_pixels(images, size, center_crop=True))
+
+
+#: TAP's stack depth L per backbone (TAP D.1: FLAVA L = 1, ViLT L = 4); its stacks take the
+#: backbone's first 2L multimodal (FLAVA) or transformer (ViLT) layers, the rest is dropped
+TAP_STACK_DEPTH = {"flava": 1, "vilt": 4}
+
+
+def _load_hub_tap(info: ModelInfo, device: str | torch.device, dtype: torch.dtype | None):
+    """TAP's real backbones from the Hub cache, truncated as TAP does: ``facebook/flava-full``
+    (a ``FlavaModel``; its image and text encoders whole, its multimodal encoder cut to the
+    first 2L = 2 layers) or ``dandelin/vilt-b32-mlm`` (a ``ViltModel`` cut to its first 2L = 8
+    layers), with their own BERT tokenizers; prompts are cut to the text encoder's positions."""
+    from transformers import AutoTokenizer, FlavaModel, ViltModel
+
+    from drake.models.tap import FLAVA_RANKS, VILT_RANKS
+    from drake.models.tap_bundle import TapBundle
+
+    vilt = info.family == "vilt"
+    source, kwargs, cached = _hub_source(info)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        with quiet_transformers() if cached else contextlib.nullcontext():
+            base = (ViltModel if vilt else FlavaModel).from_pretrained(
+                source, dtype=_real_dtype(device, dtype), **kwargs)
+    except Exception as err:
+        raise _load_failed(info, source, cached, err) from err
+    depth = TAP_STACK_DEPTH[info.family]
+    layers = base.encoder.layer if vilt else base.multimodal_model.encoder.layer
+    if len(layers) < 2 * depth:
+        raise ModelLoadError(f"{info.hf_id} has {len(layers)} layers where TAP's stacks need "
+                             f"{2 * depth}; it is not TAP's {info.family} backbone")
+    del layers[2 * depth:]
+    positions = (base.config.max_position_embeddings if vilt
+                 else base.config.text_config.max_position_embeddings)
+    return TapBundle(info.name, info, base, tokenizer, stack_depth=depth,
+                     ranks=VILT_RANKS if vilt else FLAVA_RANKS, max_text_tokens=positions)

@@ -1,7 +1,8 @@
 """The tiny families' pretrained weights, shipped inside the package.
 
 Pretraining both tiny families takes about two hours on two CPU cores (:mod:`drake.models.pretrain`),
-too long for a quickstart or a CI run, so the suite ships its result: ``weights/<name>/`` holds
+too long for a quickstart or a CI run, so the suite ships its result (and tiny-clip's and the
+tiny TAP backbones', :mod:`drake.models.clip_pretrain`, :mod:`drake.models.tap_pretrain`): ``weights/<name>/`` holds
 what ``drake models pretrain`` (default arguments, seed 0) writes to the model cache. Each
 ``model.safetensors`` is pinned below by its sha256 and checked every time it is loaded; a
 mismatch (a corrupted or hand-edited file) is an error, never a silent load.
@@ -31,6 +32,9 @@ SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({
     # the text side and the image tower's last stage (drake.models.clip_pretrain); the rest of
     # the tower is tiny-llava-llama's
     "tiny-clip": "f18239364712da1e47f0f062fd55716a15d06322241ac83241cd4d2e69afa7f8",
+    # the whole small FLAVA / ViLT backbone (drake.models.tap_pretrain)
+    "tiny-tap": "d907f84e51f80ca7728d5dbb91d7cb1020f13073f9cef3122237d6df8c29bb1f",
+    "tiny-tap-vilt": "5cf955640b270b61b64ba7f26c1417d13e79f422c716ec3ec1730e06d84aac70",
 })
 
 

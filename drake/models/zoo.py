@@ -143,13 +143,20 @@ CLIP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
 })
 
 #: The TAP-kind models (TAP's multi-task, multi-modal model, :mod:`drake.models.tap`): a tiny
-#: FLAVA and a tiny ViLT built from configs (TAP's two backbones). Their LoRA settings are TAP's
+#: FLAVA and a tiny ViLT built from configs, and TAP's two backbones from the Hub. Their LoRA settings are TAP's
 #: own (:func:`drake.models.tap.add_tap_lora`).
 TAP_ZOO: Mapping[str, ModelInfo] = MappingProxyType({
     "tiny-tap": ModelInfo("tiny-tap", None, "flava", 0, True, MappingProxyType(
         {"r": 4, "alpha": 8, "dropout": 0.0, "target_regex": None}), "1.6M", kind="tap"),
     "tiny-tap-vilt": ModelInfo("tiny-tap-vilt", None, "vilt", 1, True, MappingProxyType(
         {"r": 8, "alpha": 16, "dropout": 0.0, "target_regex": None}), "2.1M", kind="tap"),
+    # the real backbones TAP truncates (its stacks from the first 2L multimodal / ViLT layers)
+    "flava-full": ModelInfo("flava-full", "facebook/flava-full", "flava", 2, False,
+                            MappingProxyType({"r": 4, "alpha": 8, "dropout": 0.0,
+                                              "target_regex": None}), "350M", kind="tap"),
+    "vilt-b32": ModelInfo("vilt-b32", "dandelin/vilt-b32-mlm", "vilt", 3, False,
+                          MappingProxyType({"r": 8, "alpha": 16, "dropout": 0.0,
+                                            "target_regex": None}), "87M", kind="tap"),
 })
 
 #: The default model of each protocol's benchmarks when a benchmark declares no model mix.

@@ -16,7 +16,7 @@ from drake.models.zoo import TINY_MODELS
 
 
 def test_every_tiny_family_ships_pinned_weights():
-    assert set(SHIPPED_SHA256) == {*TINY_MODELS, "tiny-clip"}
+    assert set(SHIPPED_SHA256) == {*TINY_MODELS, "tiny-clip", "tiny-tap", "tiny-tap-vilt"}
     total = 0
     for name in SHIPPED_SHA256:
         folder = shipped_folder(name)

@@ -52,8 +52,11 @@ def test_a_method_without_the_tap_kind_is_refused_by_name(tap_synth, tmp_path, c
     assert "fedmosaic runs on" in err and "tiny-tap is a tap model" in err
 
 
-def test_pretrained_weights_are_missing_and_the_error_says_untrained(tap_synth, tmp_path, capsys):
+def test_a_model_cache_without_the_weights_names_the_fix(tap_synth, tmp_path, capsys):
     argv = ["eval", "--method", "sft", "--data", str(tap_synth), "--scenario", "flava-30",
-            "--rounds", "1", "--out", str(tmp_path / "y")]
+            "--rounds", "1", "--model-cache", str(tmp_path / "empty"), "--out",
+            str(tmp_path / "y")]
     assert main(argv) != 0
-    assert "--untrained" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds no pretrained tiny-tap" in err and "leave out --model-cache" in err
+    assert "drake models pretrain" in err and "--untrained" in err
