@@ -36,7 +36,8 @@ def cmd_models_list(args: argparse.Namespace) -> int:
                       _offline(info, root, args.cache_dir, "pretrained in the cache"))
     for info in TAP_ZOO.values():  # TAP's multi-task, multi-modal model (its LoRA is TAP's)
         table.add_row(info.name, info.hf_id or "-", f"{info.family} (TAP's model)", info.params,
-                      str(info.size_rank), "TAP's", "yes (untrained only: no pretraining yet)")
+                      str(info.size_rank), "TAP's",
+                      _offline(info, root, args.cache_dir, "pretrained in the cache"))
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
         console = Console(width=200)
@@ -56,7 +57,7 @@ def _offline(info: ModelInfo, root: Path, explicit: str | None, cached: str) -> 
         return f"yes ({cached})"
     if shipped_folder(info.name) is not None and not explicit:
         return "yes (pretrained, shipped)"
-    model = f" --model {info.name}" if info.kind == "clip" else ""
+    model = f" --model {info.name}" if info.kind in ("clip", "tap") else ""
     return f"yes (run `drake models pretrain{model}`)"
 
 
