@@ -265,6 +265,8 @@ class TapFedDAT(_TapCommon, FedDAT):
 
     name = "tap-feddat"
     shared = "shared"
+    #: TAP gives every method the same local iterations (FedMosaic's 0.43 is its own budget)
+    compute_ratio = 1.0
 
     def __init__(self, lr: float = 3e-4, temperature: float = 3.0, post_steps: int = 0,
                  **hp) -> None:

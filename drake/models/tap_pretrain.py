@@ -189,7 +189,7 @@ class _Objective(nn.Module):
         return loss, {"words": words, "sims": sims}
 
 
-def _score(objective: _Objective, data: _Batches, seed: int) -> dict[str, float]:
+def _score(objective: _Objective, data: _Batches) -> dict[str, float]:
     """Held-out answer-word accuracy (every answer word masked, question words kept), and for
     FLAVA in-batch picture-to-sentence retrieval accuracy over batches of :data:`_EVAL_BATCH`."""
     hits, total, found, pictures = 0, 0, 0, 0
@@ -239,7 +239,7 @@ def pretrain_tap(name: str, *, out_dir: Path | None = None, seed: int = 0,
         held = _Batches(bundle, public_samples(_TASK, "test", eval_size, seed), side)
         objective = _Objective(base)
         objective.train()
-        before = _score(objective, held, seed) if eval_size else {}
+        before = _score(objective, held) if eval_size else {}
         optim = torch.optim.AdamW(objective.parameters(), lr=lr, weight_decay=0.01)
         rng = np.random.default_rng([seed, 7])
         losses = []
@@ -255,7 +255,7 @@ def pretrain_tap(name: str, *, out_dir: Path | None = None, seed: int = 0,
             losses.append(float(loss.detach()))
             if progress is not None:
                 progress(step + 1, steps, losses[-1])
-        after = _score(objective, held, seed) if eval_size else {}
+        after = _score(objective, held) if eval_size else {}
         state = {k: v.detach().contiguous().clone() for k, v in base.state_dict().items()}
     folder = tiny_folder(name, None if out_dir is None else Path(out_dir))
     with _staged(folder) as staging:
