@@ -68,12 +68,14 @@ def run_one(args, backbone: str, method: str, post: bool, seed: int) -> dict[str
     return views
 
 
-def _cell(values: list[float], scale: float) -> str:
+def _cell(values: list[float], metric: str) -> str:
+    """Mean ± sample std (MSE to four decimals, as TAP's Tab. 1; the rest to two)."""
     if not values:
         return "-"
-    mean = statistics.fmean(values) * scale
-    std = statistics.stdev(values) * scale if len(values) > 1 else 0.0
-    return f"{mean:.4f} ± {std:.4f}" if scale == 1.0 and mean < 1 else f"{mean:.2f} ± {std:.2f}"
+    mean = statistics.fmean(values)
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    digits = 4 if metric == "mse" else 2
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def main() -> None:
@@ -114,7 +116,7 @@ def main() -> None:
                 for name in held:
                     values = [v[name][metric] for v in found[(backbone, label)]
                               if name in v and metric in v[name]]
-                    cells.append(_cell(values, 1.0))
+                    cells.append(_cell(values, metric))
                     table_json[f"{backbone}|{label}|{name}|{metric}"] = values
                 print(f"| {label} | " + " | ".join(cells) + " |")
     if args.json:
