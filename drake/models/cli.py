@@ -245,7 +245,7 @@ def add_cli(subparsers: Any) -> None:
                    "all (default)")
     p.add_argument("--tap-steps", type=int, default=DEFAULT_TAP_STEPS,
                    help="tiny-tap / tiny-tap-vilt: steps of their backbone's own pretraining "
-                   f"objectives (default {DEFAULT_TAP_STEPS}; about 4 and 2.5 minutes)")
+                   f"objectives (default {DEFAULT_TAP_STEPS}; about 4 and 3 minutes)")
     p.add_argument("--clip-tower-steps", type=int, default=DEFAULT_CLIP_TOWER_STEPS,
                    help="tiny-clip stage 1: steps of the image tower's last stage with the text "
                    f"side (default {DEFAULT_CLIP_TOWER_STEPS}; 0 keeps the shipped tower whole)")
