@@ -94,6 +94,7 @@ def _board_rows(board: RankedBoard) -> list[dict[str, Any]]:
             {
                 "group": row.group,
                 "method": e.method.name,
+                "label": row.label,
                 "provenance": e.provenance,
                 "preset": e.method.hyperparameters.get("preset"),
                 "value": row.value,
@@ -148,7 +149,7 @@ def _rich_table(board: RankedBoard) -> Table:
             else "–"
         )
         extra = [_fmt(m, e.metrics[m].mean) if m in e.metrics else "–" for m in others]
-        cells = [str(row.group) if row.group is not None else "–", e.method.name,
+        cells = [str(row.group) if row.group is not None else "–", row.label,
                  e.provenance_label,
                  main, ci, *extra, str(e.n_seeds) if e.n_seeds is not None else "–",
                  info["source"]]

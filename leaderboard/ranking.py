@@ -38,6 +38,9 @@ class RankedRow:
     entry: Entry
     value: float | None
     interval: tuple[float, float] | None
+    label: str = ""
+    """The method's name, with the hyper-parameters that set it apart from another row of the
+    same method and provenance on its board (:func:`row_labels`)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,35 @@ def _interval(entry: Entry, metric: str) -> tuple[float, float] | None:
     if stats.ci95 is not None:
         return (stats.ci95[0], stats.ci95[1])
     return (stats.mean, stats.mean)
+
+
+def _param(value: object) -> str:
+    return "unset" if value is None else str(value)
+
+
+def row_labels(entries: Sequence[Entry]) -> list[str]:
+    """A display label per entry of one board: the method's name, and where other entries share
+    its method and provenance, the hyper-parameters whose values differ among them (``disentafl
+    (post_steps=10)``), or the config hash when only the config differs."""
+    siblings: dict[tuple[str, str], list[Entry]] = {}
+    for entry in entries:
+        siblings.setdefault((entry.method.name, entry.provenance), []).append(entry)
+    labels = []
+    for entry in entries:
+        group = siblings[(entry.method.name, entry.provenance)]
+        if len(group) == 1:
+            labels.append(entry.method.name)
+            continue
+        keys = sorted({k for e in group for k in e.method.hyperparameters})
+        differ = [k for k in keys
+                  if len({_param(e.method.hyperparameters.get(k)) for e in group}) > 1]
+        if differ:
+            shown = ", ".join(f"{k}={_param(entry.method.hyperparameters.get(k))}"
+                              for k in differ)
+        else:
+            shown = f"config {(entry.method.config_sha256 or 'none')[:8]}"
+        labels.append(f"{entry.method.name} ({shown})")
+    return labels
 
 
 def rank_entries(
@@ -91,7 +123,9 @@ def rank_entries(
             leader = interval
         rows.append(RankedRow(group, entry, entry.metrics[metric].mean, interval))
     rows.extend(RankedRow(None, e, None, None) for e in unscored)
-    return tuple(rows)
+    labels = row_labels([r.entry for r in rows])
+    return tuple(RankedRow(r.group, r.entry, r.value, r.interval, label)
+                 for r, label in zip(rows, labels))
 
 
 def rank(

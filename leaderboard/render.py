@@ -290,7 +290,7 @@ def _row(row: RankedRow, primary: str, others: Sequence[str]) -> str:
     seeds = entry.n_seeds
     cells = [
         rank_cell,
-        f'<td data-sort="{_e(entry.method.name)}">{_e(entry.method.name)}</td>',
+        f'<td data-sort="{_e(row.label)}">{_e(row.label)}</td>',
         f"<td>{_e(entry.provenance_label)}</td>",
         _metric_cell(entry, primary),
         *(_metric_cell(entry, m) for m in others),
@@ -305,7 +305,8 @@ def _row(row: RankedRow, primary: str, others: Sequence[str]) -> str:
 
 
 def _plot(board: RankedBoard) -> str:
-    curves = [row.entry for row in board.rows if row.entry.curve is not None]
+    shown = [row for row in board.rows if row.entry.curve is not None]
+    curves = [row.entry for row in shown]
     if not curves:
         return ""
     width, height, left, right, top, bottom = 640, 300, 48, 16, 16, 40
@@ -339,7 +340,7 @@ def _plot(board: RankedBoard) -> str:
         'text-anchor="middle">round</text>'
     )
     legend = []
-    for i, entry in enumerate(curves):
+    for i, (entry, row) in enumerate(zip(curves, shown)):
         color = _PALETTE[i % len(_PALETTE)]
         curve = entry.curve
         assert curve is not None
@@ -353,7 +354,7 @@ def _plot(board: RankedBoard) -> str:
             )
         legend.append(
             f'<span><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" '
-            f'fill="{color}"/></svg> {_e(entry.method.name)}</span>'
+            f'fill="{color}"/></svg> {_e(row.label)}</span>'
         )
     parts.append("</svg>")
     return (

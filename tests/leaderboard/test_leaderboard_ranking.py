@@ -135,3 +135,41 @@ def test_grouping_invariants(values) -> None:
         assert r.interval[1] >= leader.interval[0]  # every member overlaps its leader
     for g in range(2, groups[-1] + 1):
         assert leaders[g].interval[1] < leaders[g - 1].interval[0]  # a new group does not
+
+
+def _variant(method: str, mean: float, hyperparameters: dict, config: str | None) -> Entry:
+    doc = entry(method, mean).model_dump()
+    doc["method"] = {"name": method, "hyperparameters": hyperparameters,
+                     "config_sha256": config}
+    return Entry.model_validate(doc)
+
+
+def test_rows_of_one_method_are_told_apart_by_what_differs() -> None:
+    a, b = "a" * 64, "b" * 64
+    rows = rank_entries(
+        [
+            _variant("disentafl", 60.0, {"lr": 0.001, "post_steps": 10}, a),
+            _variant("disentafl", 50.0, {"lr": 0.001, "post_steps": 0}, b),
+            _variant("fedavg", 40.0, {"lr": 0.001}, a),
+            _variant("ditto", 30.0, {"lr": 0.001}, a),
+            _variant("ditto", 20.0, {"lr": 0.001}, b),
+        ],
+        "self_a_last",
+        True,
+    )
+    assert [r.label for r in rows] == [
+        "disentafl (post_steps=10)",
+        "disentafl (post_steps=0)",
+        "fedavg",
+        "ditto (config aaaaaaaa)",
+        "ditto (config bbbbbbbb)",
+    ]
+
+
+def test_a_hyperparameter_only_one_sibling_sets_reads_unset_on_the_other() -> None:
+    rows = rank_entries(
+        [_variant("tap", 2.0, {"post_steps": 5}, "c" * 64), _variant("tap", 1.0, {}, "d" * 64)],
+        "self_a_last",
+        True,
+    )
+    assert [r.label for r in rows] == ["tap (post_steps=5)", "tap (post_steps=unset)"]

@@ -292,3 +292,16 @@ def test_a_reproduced_entry_shows_the_preset_it_ran(tmp_path, empty_board, data_
     assert "<td>reproduced (paper preset)</td>" in render_html(load_leaderboard(empty_board))
     entry.method.hyperparameters.pop("preset")  # a run from before presets: the plain label
     assert entry.provenance_label == "reproduced"
+
+
+def test_rows_of_one_method_show_what_sets_them_apart() -> None:
+    from leaderboard.model import Leaderboard
+    from tests.leaderboard.test_leaderboard_ranking import _variant
+
+    board = Leaderboard(schema_version="1.0", entries=[
+        _variant("disentafl", 60.0, {"post_steps": 10}, "a" * 64),
+        _variant("disentafl", 50.0, {"post_steps": 0}, "b" * 64),
+    ])
+    page = render_html(board)
+    assert ">disentafl (post_steps=10)</td>" in page
+    assert ">disentafl (post_steps=0)</td>" in page
