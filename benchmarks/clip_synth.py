@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import one_commit
 
 METHODS = ["clip-zeroshot", "promptfl", "fedpgp", "fedotp", "pfedmoap", "clip-adapter",
            "clip-lora", "pfedmma"]
@@ -108,6 +109,7 @@ def run(args, method: str, scenario: str, seed: int, lr: float | None = None) ->
                        stdout=subprocess.DEVNULL)
         (out / "wall_s.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
     row = json.loads(results.read_text())["metrics"]
+    args.used.append(results)
     wall = out / "wall_s.txt"
     row["wall_s"] = float(wall.read_text()) if wall.exists() else float("nan")
     return row
@@ -213,8 +215,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     ap.add_argument("--out", default="runs-clip-synth")
     ap.add_argument("--json", default=None, help="also write every run's metrics here")
+    one_commit.add_argument(ap)
     args = ap.parse_args()
     args.lrs = learning_rates(args)
+    args.used = []
     cells = [(m, scenario, s) for scenario in args.scenarios for m in args.methods
              for s in args.seeds]
     # the longest runs first, so that parallel jobs end together (the results do not depend
@@ -228,6 +232,8 @@ def main() -> None:
                   + "; ".join(f"{m} {args.lrs[m]:g} of {by_lr}" for m, by_lr in tried.items()),
                   flush=True)
         done = dict(zip(order, pool.map(lambda c: run(args, *c), order)))
+    commit = one_commit.check(args.used, args.allow_mixed_commits)
+    print(f"code {commit}")
     everything = {}
     for scenario in args.scenarios:
         rows = {m: [done[m, scenario, s] for s in args.seeds] for m in args.methods}
@@ -246,6 +252,7 @@ def main() -> None:
         settings["paper_lrs"] = args.paper_lrs
         settings["data"] = _describe(Path(args.data))
         settings["weights"] = _weights(args.model_cache)
+        settings["code"] = commit
         Path(args.json).write_text(json.dumps({"settings": settings, "scenarios": everything},
                                               indent=1) + "\n")
 

@@ -29,6 +29,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import one_commit
+
 #: Row name -> (method, hyper-parameters): FediLoRA's Tab. 1 methods, then its ablations
 #: (no editing, editing B or both instead of A, replacing or halving instead of Eq. 8).
 CONFIGS = {
@@ -108,6 +110,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs-fedilora")
     parser.add_argument("--json", default=None, help="write the table here")
     parser.add_argument("--plot", default=None, help="PNG of Google-BLEU against missing rate")
+    one_commit.add_argument(parser)
     parser.add_argument("--leaderboard", default=None,
                         help="validate and submit every row (its seeds as one entry) here")
     parser.add_argument("--submitter", default=None, help="who submits (with --leaderboard)")
@@ -120,6 +123,9 @@ def main() -> None:
     jobs = [(row, rate, seed) for row in args.rows for rate in args.rates for seed in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         outs = dict(zip(jobs, pool.map(lambda job: run_one(args, *job), jobs)))
+    commit = one_commit.check((p for out in outs.values() for p in sorted(out.glob(
+        "results*.json"))), args.allow_mixed_commits)
+    print(f"code {commit}")
     table: dict[str, dict] = {}
     for (row, rate, _seed), out in outs.items():
         for view, res in views_of(out).items():
@@ -139,7 +145,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps({"settings": {
             k: v for k, v in vars(args).items()
             if k not in ("json", "plot", "leaderboard", "submitter", "link")},
-            "table": table}, indent=1, sort_keys=True) + "\n")
+            "code": commit, "table": table}, indent=1, sort_keys=True) + "\n")
     if args.plot:
         plot(table, args.rows, args.rates, Path(args.plot))
     if args.leaderboard:

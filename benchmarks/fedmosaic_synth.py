@@ -26,6 +26,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import one_commit
+
 #: FedMosaic's Tab. 2 methods (FedIT is ``fedavg``)
 METHODS = ("sft", "ditto", "fedsim", "fedavg", "takfl", "perada", "feddat", "feddpa", "fedmkt",
            "fedmosaic")
@@ -69,6 +71,7 @@ def main() -> None:
     parser.add_argument("--fast-adapt-every", type=int, default=5)
     parser.add_argument("--out", default="runs-fedmosaic")
     parser.add_argument("--json", default=None, help="also write the table here")
+    one_commit.add_argument(parser)
     args = parser.parse_args()
 
     jobs = [(m, s) for m in args.methods for s in args.seeds]
@@ -83,8 +86,10 @@ def main() -> None:
                 if len(values) > 1 else f"{values[0]:6.2f}")
 
     keys = ("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
+    commit = one_commit.check((Path(args.out) / f"{m}-s{s}" / "results.json" for m, s in jobs),
+                              args.allow_mixed_commits)
     print(f"drake-synth dynamic hetero, {args.rounds} rounds, seeds {args.seeds}, "
-          f"MC scored by {args.mc_scoring}")
+          f"MC scored by {args.mc_scoring}, code {commit}")
     print(f"{'method':<18}" + "".join(f"{k:>16}" for k in keys)
           + f"{'wall s':>9}{'peak MB':>9}{'+FLOPs %':>9}")
     base = by_method.get("sft")
@@ -121,8 +126,8 @@ def main() -> None:
                 print(f"{label:<18}" + "".join(f"{cell([c[i] for c in curves]):>16}"
                                                for i in range(len(steps))))
     if args.json:
-        Path(args.json).write_text(json.dumps({"settings": vars(args), "methods": table},
-                                              indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(
+            {"settings": vars(args), "code": commit, "methods": table}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import one_commit
+
 #: (row label, method, post-training): TAP's Tab. 1-3 rows; Local is ``sft``
 ROWS = (("Local", "sft", False), ("FedAvg", "tap-fedavg", False),
         ("FedAvg + Post-train", "tap-fedavg", True),
@@ -43,9 +45,13 @@ TABLES = (("Tab. 1 image generation (MSE, lower is better)", "mse", ("fmnist", "
           ("Tab. 3 text generation (METEOR)", "meteor", ("mmlu", "vqa", "commongen")))
 
 
+def run_dir(args, backbone: str, method: str, post: bool, seed: int) -> Path:
+    return Path(args.out) / f"{backbone}-{method}{'-post' if post else ''}-s{seed}"
+
+
 def run_one(args, backbone: str, method: str, post: bool, seed: int) -> dict[str, dict]:
     """One run's metrics per view (``<backbone>-<TAP task>``), and its wall time."""
-    out = Path(args.out) / f"{backbone}-{method}{'-post' if post else ''}-s{seed}"
+    out = run_dir(args, backbone, method, post, seed)
     if not (out / "results.json").exists():
         cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
                "--benchmark", "tap-synth", "--scenario", f"{backbone}-30", "--model",
@@ -92,12 +98,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default="runs-tap")
     parser.add_argument("--json", default=None)
+    one_commit.add_argument(parser)
     args = parser.parse_args()
 
     grid = [(b, label, m, post, s) for b in args.backbones for label, m, post in ROWS
             for s in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = list(pool.map(lambda g: run_one(args, g[0], g[2], g[3], g[4]), grid))
+    commit = one_commit.check((path for b, _, m, post, s in grid
+                               for path in sorted(run_dir(args, b, m, post, s).glob(
+                                   "results*.json"))), args.allow_mixed_commits)
+    print(f"code {commit}")
     found: dict[tuple[str, str], list[dict[str, dict]]] = {}
     for (backbone, label, _, _, _), views in zip(grid, runs):
         found.setdefault((backbone, label), []).append(views)
@@ -120,7 +131,7 @@ def main() -> None:
                     table_json[f"{backbone}|{label}|{name}|{metric}"] = values
                 print(f"| {label} | " + " | ".join(cells) + " |")
     if args.json:
-        Path(args.json).write_text(json.dumps(table_json, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"code": commit, **table_json}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
