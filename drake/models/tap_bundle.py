@@ -77,11 +77,12 @@ def layout_for(specs: Sequence[Mapping[str, Any]], classes: Mapping[str, int], *
                      max_answer_tokens=max_answer_tokens)
 
 
-def pixels(image: Any) -> torch.Tensor:
-    """One picture as TAP feeds it: RGB 64x64, normalised, ``[3, 64, 64]``."""
+def pixels(image: Any, side: int = IMAGE_SIDE) -> torch.Tensor:
+    """One picture as TAP feeds it: RGB ``side`` x ``side`` (64 by default), normalised,
+    ``[3, side, side]``."""
     from drake.models.images import to_pil
 
-    img = to_pil(image).convert("RGB").resize((IMAGE_SIDE, IMAGE_SIDE), Image.BILINEAR)
+    img = to_pil(image).convert("RGB").resize((side, side), Image.BILINEAR)
     x = torch.from_numpy(np.asarray(img, dtype=np.float32) / 255.0).permute(2, 0, 1)
     return (x - _MEAN) / _STD
 

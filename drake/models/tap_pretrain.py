@@ -101,17 +101,9 @@ class _Batches:
     tokens are answer words."""
 
     def __init__(self, bundle: Any, samples: Sequence[dict[str, Any]], side: int) -> None:
-        from PIL import Image
+        from drake.models.tap_bundle import pixels
 
-        from drake.models.images import to_pil
-        from drake.models.tap_bundle import _MEAN, _STD
-
-        pictures = []
-        for s in samples:
-            img = to_pil(s["images"][0]).convert("RGB").resize((side, side), Image.BILINEAR)
-            x = torch.from_numpy(np.asarray(img, dtype=np.float32) / 255.0).permute(2, 0, 1)
-            pictures.append((x - _MEAN) / _STD)
-        self.pixels = torch.stack(pictures)
+        self.pixels = torch.stack([pixels(s["images"][0], side) for s in samples])
         tok, limit = bundle.tokenizer, bundle.max_text_tokens
         rows, answers = [], []
         for s in samples:
