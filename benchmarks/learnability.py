@@ -18,7 +18,9 @@ With ``--tasks``, an existing ``--json`` file measured with the same settings ke
 rows, so a re-calibrated task can be re-measured alone.
 
 ``--tasks probe-colour-lookup`` measures the smallest text-conditioned look-up instead (see
-:data:`LOOKUP_PROBE`); ``--full`` trains every weight, to tell capacity from the LoRA setup.
+:data:`LOOKUP_PROBE`), and ``--tasks probe-option-copy`` the language model's option indirection
+alone, without pictures (:data:`COPY_PROBE`); ``--full`` trains every weight, to tell capacity
+from the LoRA setup.
 
 The pretrained tiny models are the shipped ones unless ``--model-cache`` names a cache that
 ``drake models pretrain`` filled.
@@ -66,6 +68,44 @@ def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
     return out
 
 
+COPY_PROBE = "probe-option-copy"
+"""Not a drake-synth task, and no picture: "Which option is <word>?" over two to five lettered or
+numbered options of public words, answered with the option's letter or id. It is the indirection
+every lettered and numbered client task ends with (find the option that says the answer, give
+its label), with the look-up taken away: the question states the answer. A model that cannot
+learn it cannot answer those tasks however well it sees."""
+
+#: Words of the option-copy probe: the public scene vocabulary.
+_COPY_WORDS = ("left", "right", "centre", "top", "bottom", "under", "above", "nothing")
+_LETTERS = "ABCDE"
+
+
+def option_probe(split: str, count: int, seed: int) -> list[dict]:
+    from drake.synth.scene import COLOURS, SHAPES
+
+    words = list(COLOURS) + list(SHAPES) + list(_COPY_WORDS)
+    rng = np.random.default_rng([seed, 11, {"public": 0, "test": 1}[split]])
+    out = []
+    for i in range(count):
+        k = int(rng.integers(2, 6))
+        options = [str(w) for w in rng.choice(words, k, replace=False)]
+        gold = int(rng.integers(k))
+        if rng.random() < 0.5:
+            labels = list(_LETTERS[:k])
+            tail = "Answer with the option's letter from the given choices directly."
+        else:
+            labels = [str(j + 1) for j in range(k)]
+            tail = f"Print only the answer with a single answer id ({','.join(labels)})."
+        body = "\n".join(f"{label}. {word}" for label, word in zip(labels, options))
+        out.append({"id": f"{COPY_PROBE}-{split}-{i}", "images": [], "choices": labels,
+                    "answer": labels[gold],
+                    "prompt": f"Question: Which option is {options[gold]}?\n{body}\n{tail}"})
+    return out
+
+
+PROBES = {LOOKUP_PROBE: lookup_probe, COPY_PROBE: option_probe}
+
+
 def knobs_for(task: str, args: argparse.Namespace):
     from drake.synth.knobs import DEFAULT_KNOBS
 
@@ -84,10 +124,10 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
     torch.set_num_threads(1)
     from drake.synth.catalog import generate_sample
 
-    if task == LOOKUP_PROBE:
+    if task in PROBES:
         knobs = None
-        test = lookup_probe("test", args.test, args.seed)
-        train_set = lookup_probe("public", args.train_size, args.seed)
+        test = PROBES[task]("test", args.test, args.seed)
+        train_set = PROBES[task]("public", args.train_size, args.seed)
     else:
         knobs = knobs_for(task, args)
         test = [generate_sample(task, "test", i, args.seed, knobs=knobs)
@@ -155,7 +195,7 @@ def main() -> None:
     from drake.registry import get_benchmark
 
     tasks = args.tasks or [t for c in get_benchmark("drake-synth").clients for t in c.tasks]
-    if args.json and (LOOKUP_PROBE in tasks or args.full or args.train_vision):
+    if args.json and (set(PROBES) & set(tasks) or args.full or args.train_vision):
         raise SystemExit("--json records the calibration setup only: drop the probe, --full and "
                          "--train-vision")
     with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
