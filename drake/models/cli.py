@@ -14,6 +14,11 @@ from typing import Any
 
 from drake.models.zoo import CLIP_ZOO, TAP_ZOO, TINY_MODELS, ZOO, ModelInfo, cache_dir
 
+#: Why rebuilt weights can differ from the shipped ones (the report's ``machine`` and
+#: ``versions`` say where and with what they were made).
+_DIFFERS = ("other arguments or seed, other library versions, or another CPU type: float "
+            "kernels differ between CPU types")
+
 __all__ = ["add_cli", "cmd_models_list", "cmd_models_pretrain"]
 
 
@@ -130,8 +135,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             if pinned is not None:
                 same = report["weights_sha256"] == pinned
                 line += ("; identical to the shipped weights" if same else
-                         "; differs from the shipped weights (other arguments, seed or "
-                         "library versions)")
+                         "; differs from the shipped weights (" + _DIFFERS + ")")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
     return _pretrain_clip(args, root) if clip else 0
 
@@ -164,8 +168,8 @@ def _pretrain_tap(args: argparse.Namespace, root: Path | None, name: str) -> Non
         f"{report['wall_seconds']:.0f}s, final loss {report['final_loss']:.3f}; held-out "
         f"masked answer words {before.get('answer_accuracy', 0):.2f} -> "
         f"{after.get('answer_accuracy', 0):.2f}; "
-        + ("identical to the shipped weights" if same else "differs from the shipped weights "
-           "(other arguments, seed or library versions)") + f"\n  saved to {folder}\n")
+        + ("identical to the shipped weights" if same else
+           f"differs from the shipped weights ({_DIFFERS})") + f"\n  saved to {folder}\n")
 
 
 def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
@@ -200,8 +204,8 @@ def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
         + (f" (a fully aligned text side: {report['tower_held_out_accuracy']:.2f})"
            if report["tower_held_out_accuracy"] is not None else "")
         + f" ({report['objective']} objective); "
-        + ("identical to the shipped weights" if same else "differs from the shipped weights "
-           "(other arguments, seed or library versions)") + f"\n  saved to {folder}\n")
+        + ("identical to the shipped weights" if same else
+           f"differs from the shipped weights ({_DIFFERS})") + f"\n  saved to {folder}\n")
     return 0
 
 

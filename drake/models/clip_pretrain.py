@@ -266,7 +266,7 @@ def pretrain_clip(
         docstring).
     threads : int, optional
         Intra-op threads while training (default 1: the same bytes on any machine with the
-        same library versions); ``None`` leaves torch's setting.
+        same CPU type and library versions); ``None`` leaves torch's setting.
     progress : callable, optional
         ``progress(step, total, loss)`` after every step, counting both stages.
 
@@ -278,7 +278,14 @@ def pretrain_clip(
     from safetensors.torch import save_file
 
     from drake.models.loading import _load_tiny_clip, tiny_folder
-    from drake.models.pretrain import _check_budget, _run, _sha256, _staged, _versions
+    from drake.models.pretrain import (
+        _check_budget,
+        _machine,
+        _run,
+        _sha256,
+        _staged,
+        _versions,
+    )
     from drake.models.zoo import get_info
     from drake.synth.extra import CLS_CLASSES
     from drake.synth.scene import DOMAINS
@@ -363,6 +370,7 @@ def pretrain_clip(
             "wall_seconds": round(time.perf_counter() - start, 1),
             "weights_sha256": _sha256(staging / "model.safetensors"),
             "versions": _versions(),
+            "machine": _machine(),
         }
         (staging / "pretrain_report.json").write_text(json.dumps(report, indent=2) + "\n")
     return folder

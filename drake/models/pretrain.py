@@ -221,6 +221,20 @@ def _lr_at(step: int, steps: int, lr: float, warm: int, floor: float) -> float:
     return lr * (floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
+def _machine() -> dict[str, str]:
+    """The CPU the weights were made on: float kernels differ between CPU types (AVX2, AVX-512,
+    AMX), so only the same CPU type with the same library versions gives the same bytes."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 @contextmanager
 def _run(threads: int | None, seed: int) -> Iterator[None]:
     """Deterministic algorithms, ``threads`` intra-op threads and a forked, seeded torch RNG for
@@ -422,6 +436,7 @@ def pretrain_vision(
             "wall_seconds": round(time.perf_counter() - started, 2),
             "device": _device_name(device),
             "versions": _versions(),
+            "machine": _machine(),
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     log.info("pretrained the vision tower in %.0fs: %s", report["wall_seconds"],
@@ -640,6 +655,7 @@ def pretrain(
             "torch_threads": torch.get_num_threads() if threads is None else threads,
             "device": _device_name(device),
             "versions": _versions(),
+            "machine": _machine(),
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     log.info("pretrained %s in %.1fs: loss %.3f, held-out accuracy %s -> %s", info.name,

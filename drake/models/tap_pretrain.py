@@ -56,6 +56,7 @@ from drake.models.pretrain import (
     REPORT_FILE,
     _check_budget,
     _lr_at,
+    _machine,
     _run,
     _sha256,
     _staged,
@@ -261,6 +262,7 @@ def pretrain_tap(name: str, *, out_dir: Path | None = None, seed: int = 0,
             "held_out_before": before, "held_out_after": after,
             "wall_seconds": round(time.time() - started, 1),
             "weights_sha256": _sha256(staging / WEIGHTS_FILE), "versions": _versions(),
+            "machine": _machine(),
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     return folder

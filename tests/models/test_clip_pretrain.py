@@ -30,6 +30,7 @@ def test_same_seed_same_bytes_and_a_report_of_what_ran(tmp_path):
     assert (report["pictures"], report["steps"], report["tower_steps"], report["classes"]) == (
         96, 8, 4, 192)
     assert report["tower_stages"] == 1 and report["tower_held_out_accuracy"] is not None
+    assert set(report["machine"]) == {"cpu", "cpu_capability"}
     assert set(report["held_out_accuracy_by_domain"]) == {
         "plain", "noise", "stripes", "gradient", "sketch", "texture"}
     assert report["held_out_pictures"] == 192 * 6

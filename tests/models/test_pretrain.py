@@ -70,6 +70,9 @@ def test_cache_layout_and_report(two_runs):
     assert report["steps"] == 3 and report["seed"] == 1 and report["model"] == "tiny-llava-llama"
     assert report["train_samples"] == 8 and report["eval_samples"] == 4
     assert report["device"].startswith("cpu")
+    # the CPU type decides the float kernels, so the report names it beside the versions
+    assert report["machine"]["cpu"] and report["machine"]["cpu_capability"]
+    assert set(report["versions"]) >= {"torch", "transformers", "numpy"}
     assert report["final_loss"] > 0 and len(report["loss_curve"]) >= 1
     for key in ("accuracy_before", "accuracy_after"):
         acc = report[key]

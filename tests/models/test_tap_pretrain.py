@@ -41,6 +41,7 @@ def test_same_seed_same_bytes_and_the_cache_loads_them(name, tmp_path):
     assert one["weights_sha256"] == two["weights_sha256"]
     assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
     assert set(one["held_out_after"]) >= {"answer_accuracy"}
+    assert one["machine"] == two["machine"] and one["machine"]["cpu"]
     untrained = load_model(name, pretrained=False).base.state_dict()
     loaded = load_model(name, cache_dir=tmp_path / "a").base.state_dict()
     assert any(not torch.equal(untrained[k], loaded[k]) for k in loaded)  # it trained
