@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import sys
 from pathlib import Path
 
 from baselines import get_method, method_names
@@ -36,7 +37,11 @@ def test_every_clip_method_and_scenario_is_measured_on_every_seed():
 def _script():
     spec = importlib.util.spec_from_file_location("clip_synth", BENCHMARKS / "clip_synth.py")
     script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    sys.path.insert(0, str(BENCHMARKS))  # as when run: its sibling modules import by name
+    try:
+        spec.loader.exec_module(script)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
     return script
 
 
