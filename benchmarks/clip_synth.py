@@ -108,8 +108,9 @@ def run(args, method: str, scenario: str, seed: int, lr: float | None = None) ->
         subprocess.run(command(args, method, scenario, seed, out, data, lr), check=True,
                        stdout=subprocess.DEVNULL)
         (out / "wall_s.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
-    row = json.loads(results.read_text())["metrics"]
-    args.used.append(results)
+    result = json.loads(results.read_text())
+    args.used.append((str(out), result))
+    row = result["metrics"]
     wall = out / "wall_s.txt"
     row["wall_s"] = float(wall.read_text()) if wall.exists() else float("nan")
     return row

@@ -123,12 +123,13 @@ def main() -> None:
     jobs = [(row, rate, seed) for row in args.rows for rate in args.rates for seed in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         outs = dict(zip(jobs, pool.map(lambda job: run_one(args, *job), jobs)))
-    commit = one_commit.check((p for out in outs.values() for p in sorted(out.glob(
-        "results*.json"))), args.allow_mixed_commits)
+    views = {job: views_of(out) for job, out in outs.items()}
+    commit = one_commit.check(((str(outs[job]), res) for job, by_view in views.items()
+                               for res in by_view.values()), args.allow_mixed_commits)
     print(f"code {commit}")
     table: dict[str, dict] = {}
-    for (row, rate, _seed), out in outs.items():
-        for view, res in views_of(out).items():
+    for (row, rate, _seed), by_view in views.items():
+        for view, res in by_view.items():
             entry = table.setdefault(row, {}).setdefault(f"{rate:g}", {}).setdefault(view, {})
             for metric in METRICS:
                 entry.setdefault(metric, []).append(res["metrics"][metric])

@@ -86,7 +86,7 @@ def main() -> None:
                 if len(values) > 1 else f"{values[0]:6.2f}")
 
     keys = ("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
-    commit = one_commit.check((Path(args.out) / f"{m}-s{s}" / "results.json" for m, s in jobs),
+    commit = one_commit.check(((str(Path(args.out) / f"{m}-s{s}"), r) for (m, s), r in zip(jobs, results)),
                               args.allow_mixed_commits)
     print(f"drake-synth dynamic hetero, {args.rounds} rounds, seeds {args.seeds}, "
           f"MC scored by {args.mc_scoring}, code {commit}")

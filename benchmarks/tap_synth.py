@@ -50,7 +50,7 @@ def run_dir(args, backbone: str, method: str, post: bool, seed: int) -> Path:
 
 
 def run_one(args, backbone: str, method: str, post: bool, seed: int) -> dict[str, dict]:
-    """One run's metrics per view (``<backbone>-<TAP task>``), and its wall time."""
+    """One run's results per view (``<backbone>-<TAP task>``)."""
     out = run_dir(args, backbone, method, post, seed)
     if not (out / "results.json").exists():
         cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
@@ -70,7 +70,7 @@ def run_one(args, backbone: str, method: str, post: bool, seed: int) -> dict[str
     views = {}
     for path in sorted(out.glob("results*.json")):
         result = json.loads(path.read_text())
-        views[result["scenario"]["name"]] = result["metrics"]
+        views[result["scenario"]["name"]] = result
     return views
 
 
@@ -105,9 +105,9 @@ def main() -> None:
             for s in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = list(pool.map(lambda g: run_one(args, g[0], g[2], g[3], g[4]), grid))
-    commit = one_commit.check((path for b, _, m, post, s in grid
-                               for path in sorted(run_dir(args, b, m, post, s).glob(
-                                   "results*.json"))), args.allow_mixed_commits)
+    commit = one_commit.check(((str(run_dir(args, b, m, post, s)), result)
+                               for (b, _, m, post, s), views in zip(grid, runs)
+                               for result in views.values()), args.allow_mixed_commits)
     print(f"code {commit}")
     found: dict[tuple[str, str], list[dict[str, dict]]] = {}
     for (backbone, label, _, _, _), views in zip(grid, runs):
@@ -125,8 +125,8 @@ def main() -> None:
             for label, _, _ in ROWS:
                 cells = []
                 for name in held:
-                    values = [v[name][metric] for v in found[(backbone, label)]
-                              if name in v and metric in v[name]]
+                    values = [v[name]["metrics"][metric] for v in found[(backbone, label)]
+                              if name in v and metric in v[name]["metrics"]]
                     cells.append(_cell(values, metric))
                     table_json[f"{backbone}|{label}|{name}|{metric}"] = values
                 print(f"| {label} | " + " | ".join(cells) + " |")

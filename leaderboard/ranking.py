@@ -24,7 +24,7 @@ from chaining across the whole table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from leaderboard.metrics import metric_spec, primary_metric
 from leaderboard.model import Entry, Leaderboard
@@ -124,8 +124,7 @@ def rank_entries(
         rows.append(RankedRow(group, entry, entry.metrics[metric].mean, interval))
     rows.extend(RankedRow(None, e, None, None) for e in unscored)
     labels = row_labels([r.entry for r in rows])
-    return tuple(RankedRow(r.group, r.entry, r.value, r.interval, label)
-                 for r, label in zip(rows, labels))
+    return tuple(replace(r, label=label) for r, label in zip(rows, labels))
 
 
 def rank(

@@ -306,11 +306,10 @@ def _row(row: RankedRow, primary: str, others: Sequence[str]) -> str:
 
 def _plot(board: RankedBoard) -> str:
     shown = [row for row in board.rows if row.entry.curve is not None]
-    curves = [row.entry for row in shown]
-    if not curves:
+    if not shown:
         return ""
     width, height, left, right, top, bottom = 640, 300, 48, 16, 16, 40
-    rounds = [r for e in curves for r in e.curve.rounds]  # type: ignore[union-attr]
+    rounds = [r for row in shown for r in row.entry.curve.rounds]  # type: ignore[union-attr]
     x_lo, x_hi = min(rounds), max(rounds)
     x_span = (x_hi - x_lo) or 1
 
@@ -340,9 +339,9 @@ def _plot(board: RankedBoard) -> str:
         'text-anchor="middle">round</text>'
     )
     legend = []
-    for i, (entry, row) in enumerate(zip(curves, shown)):
+    for i, row in enumerate(shown):
         color = _PALETTE[i % len(_PALETTE)]
-        curve = entry.curve
+        curve = row.entry.curve
         assert curve is not None
         pts = " ".join(f"{x(r):.1f},{y(v):.1f}" for r, v in zip(curve.rounds, curve.self))
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{pts}"/>')

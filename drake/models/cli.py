@@ -135,7 +135,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             if pinned is not None:
                 same = report["weights_sha256"] == pinned
                 line += ("; identical to the shipped weights" if same else
-                         "; differs from the shipped weights (" + _DIFFERS + ")")
+                         f"; differs from the shipped weights ({_DIFFERS})")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
     return _pretrain_clip(args, root) if clip else 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +15,10 @@ one_commit = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(one_commit)
 
 
-def _run(tmp_path: Path, name: str, commit: str | None) -> Path:
-    path = tmp_path / name / "results.json"
-    path.parent.mkdir(parents=True)
+def _run(tmp_path: Path, name: str, commit: str | None) -> tuple[str, dict]:
+    """A run's folder and its results as a grid script has loaded them."""
     software = None if commit is None else {"package_version": "0", "git_hash": commit}
-    path.write_text(json.dumps({"metrics": {}, "software": software}))
-    return path
+    return str(tmp_path / name), {"metrics": {}, "software": software}
 
 
 def test_one_commit_is_returned(tmp_path) -> None:
