@@ -25,16 +25,37 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+import transformers
+from packaging.version import Version
 from transformers import GenerationConfig
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from drake.errors import SchemaError
 from drake.models.zoo import ModelInfo
 
-__all__ = ["ChatFormat", "ModelBundle", "IGNORE_INDEX"]
+__all__ = ["ChatFormat", "ModelBundle", "IGNORE_INDEX", "MIN_TRANSFORMERS", "check_transformers"]
 
 IGNORE_INDEX = -100
 IMAGE_PLACEHOLDER = "<image>"
+
+#: The oldest transformers the bundle works with. Option scoring hands LLaVA pre-encoded
+#: pictures (``mm_encoder_outputs``, new in 5.18) and continues from the returned ``cache``
+#: (``past_key_values`` before 5.24). An older LLaVA takes both as unknown keyword arguments and
+#: drops them, so every option would be scored as if the prompt had no picture, without an error.
+MIN_TRANSFORMERS = "5.24"
+
+
+def check_transformers(version: str | None = None) -> None:
+    """Raise when the installed transformers (or ``version``) is older than
+    :data:`MIN_TRANSFORMERS`, naming both versions and the upgrade command."""
+    found = version or transformers.__version__
+    if Version(found) < Version(MIN_TRANSFORMERS):
+        raise RuntimeError(
+            f"transformers {found} is too old for DRAKE's models: multiple-choice scoring needs "
+            f">= {MIN_TRANSFORMERS} (older LLaVA forwards drop the pre-encoded pictures without an "
+            f"error, so scores would ignore the images). Upgrade with "
+            f"`pip install -U 'transformers>={MIN_TRANSFORMERS}'`."
+        )
 
 
 @dataclass(frozen=True)
@@ -116,6 +137,7 @@ class ModelBundle:
         chat: ChatFormat | None = None,
         image_token: str = IMAGE_PLACEHOLDER,
     ) -> None:
+        check_transformers()
         self.name = name
         self.info = info
         self.model = model

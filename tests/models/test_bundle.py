@@ -207,3 +207,28 @@ def test_picture_features_are_reused_until_the_tower_or_projector_changes(fresh_
     bundle.choice_logliks(anonymous)
     bundle.choice_logliks(anonymous)
     assert calls == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("old", ["4.57.6", "5.17.0", "5.23.0"])
+def test_a_transformers_that_would_score_without_pictures_is_refused(old, llama_bundle,
+                                                                      monkeypatch):
+    from drake.models import bundle as bundle_module
+
+    # 5.17 ignores mm_encoder_outputs, 5.18-5.23 return past_key_values instead of cache: both
+    # score options as if the picture were not there, without an error
+    with pytest.raises(RuntimeError, match=rf"transformers {old} .*>= 5\.24.*pip install -U"):
+        bundle_module.check_transformers(old)
+    monkeypatch.setattr(bundle_module.transformers, "__version__", old)
+    with pytest.raises(RuntimeError, match=rf"transformers {old} "):
+        bundle_module.ModelBundle(
+            "x", llama_bundle.info, llama_bundle.model, llama_bundle.tokenizer,
+            image_size=llama_bundle.image_size, image_seq_length=llama_bundle.image_seq_length,
+            image_token_id=llama_bundle.image_token_id, pixel_fn=llama_bundle._pixel_fn)
+
+
+def test_the_installed_transformers_passes_the_check():
+    from drake.models.bundle import MIN_TRANSFORMERS, check_transformers
+
+    check_transformers()
+    check_transformers(MIN_TRANSFORMERS)
+    check_transformers("5.100.0")  # compared as versions, not as strings
