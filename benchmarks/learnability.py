@@ -19,8 +19,9 @@ rows, so a re-calibrated task can be re-measured alone.
 
 ``--tasks probe-colour-lookup`` measures the smallest text-conditioned look-up instead (see
 :data:`LOOKUP_PROBE`), and ``--tasks probe-option-copy`` the language model's option indirection
-alone, without pictures (:data:`COPY_PROBE`); ``--full`` trains every weight, to tell capacity
-from the LoRA setup.
+alone, without pictures (:data:`COPY_PROBE`), and ``--tasks probe-text-two-hop`` the look-up and
+the option indirection composed, both in text (:data:`TWO_HOP_PROBE`); ``--full`` trains every
+weight, to tell capacity from the LoRA setup.
 
 The pretrained tiny models are the shipped ones unless ``--model-cache`` names a cache that
 ``drake models pretrain`` filled.
@@ -103,7 +104,40 @@ def option_probe(split: str, count: int, seed: int) -> list[dict]:
     return out
 
 
-PROBES = {LOOKUP_PROBE: lookup_probe, COPY_PROBE: option_probe}
+TWO_HOP_PROBE = "probe-text-two-hop"
+"""Not a drake-synth task, and no picture: two to four facts in text ("The star is red."), then
+"What colour is the <shape>?" over two to four lettered colours, answered with the letter. It is
+the composition the lettered client tasks need (look the answer up, then give the label of the
+option that says it) with both hops in text, so it measures the language model's depth for it
+apart from the vision side. The asked shape's colour is always among the options; the others are
+colours the facts may or may not mention."""
+
+
+def two_hop_probe(split: str, count: int, seed: int) -> list[dict]:
+    from drake.synth.scene import COLOURS, SHAPES
+
+    rng = np.random.default_rng([seed, 13, {"public": 0, "test": 1}[split]])
+    out = []
+    for i in range(count):
+        k = int(rng.integers(2, 5))
+        shapes = [str(w) for w in rng.choice(SHAPES, k, replace=False)]
+        colours = [str(w) for w in rng.choice(COLOURS, k, replace=False)]
+        asked = int(rng.integers(k))
+        others = [c for c in COLOURS if c != colours[asked]]
+        options = [colours[asked], *(str(c) for c in rng.choice(others, int(rng.integers(1, 4)),
+                                                                replace=False))]
+        rng.shuffle(options)
+        labels = list(_LETTERS[:len(options)])
+        facts = "\n".join(f"The {shape} is {colour}." for shape, colour in zip(shapes, colours))
+        body = "\n".join(f"{label}. {word}" for label, word in zip(labels, options))
+        out.append({"id": f"{TWO_HOP_PROBE}-{split}-{i}", "images": [], "choices": labels,
+                    "answer": labels[options.index(colours[asked])],
+                    "prompt": f"{facts}\nQuestion: What colour is the {shapes[asked]}?\n{body}\n"
+                              "Answer with the option's letter from the given choices directly."})
+    return out
+
+
+PROBES = {LOOKUP_PROBE: lookup_probe, COPY_PROBE: option_probe, TWO_HOP_PROBE: two_hop_probe}
 
 
 def knobs_for(task: str, args: argparse.Namespace):

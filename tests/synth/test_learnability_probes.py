@@ -47,4 +47,28 @@ def test_probes_ask_no_client_question(learnability) -> None:
     prompts = " ".join(generate_sample(t, "train", i, 0)["prompt"] for t in tasks
                        for i in range(3))
     assert "Which option is" not in prompts
-    assert set(learnability.PROBES) == {"probe-colour-lookup", "probe-option-copy"}
+    assert "The circle is" not in prompts and "The star is" not in prompts
+    assert set(learnability.PROBES) == {"probe-colour-lookup", "probe-option-copy",
+                                        "probe-text-two-hop"}
+
+
+def test_two_hop_probe_answers_with_the_label_of_the_asked_shapes_colour(learnability) -> None:
+    samples = learnability.two_hop_probe("public", 300, seed=0)
+    assert samples == learnability.two_hop_probe("public", 300, seed=0)
+    assert samples != learnability.two_hop_probe("test", 300, seed=0)
+    for s in samples:
+        assert s["images"] == [] and "<image>" not in s["prompt"]
+        facts = dict(re.findall(r"^The (\w+) is (\w+)\.$", s["prompt"], flags=re.M))
+        asked = re.search(r"What colour is the (\w+)\?", s["prompt"]).group(1)
+        options = dict(re.findall(r"^([A-E])\. (\w+)$", s["prompt"], flags=re.M))
+        assert 2 <= len(facts) <= 4 and asked in facts
+        assert len(set(facts.values())) == len(facts)  # one shape per colour
+        assert list(options) == s["choices"] and 2 <= len(options) <= 4
+        assert len(set(options.values())) == len(options)
+        assert options[s["answer"]] == facts[asked]
+    answers = [s["choices"].index(s["answer"]) for s in samples]
+    assert len(set(answers)) == 4  # the gold sits at every position
+    # a distractor can be another shape's colour, so reading any colour off the facts fails
+    assert any(set(re.findall(r"^[A-E]\. (\w+)$", s["prompt"], flags=re.M)) - {
+        dict(re.findall(r"^([A-E])\. (\w+)$", s["prompt"], flags=re.M))[s["answer"]]}
+        & set(re.findall(r"^The \w+ is (\w+)\.$", s["prompt"], flags=re.M)) for s in samples)
