@@ -33,8 +33,12 @@ METHODS = ("sft", "ditto", "fedsim", "fedavg", "takfl", "perada", "feddat", "fed
            "fedmosaic")
 
 
+def run_dir(args, method: str, seed: int) -> Path:
+    return Path(args.out) / f"{method}-s{seed}"
+
+
 def run_one(args, method: str, seed: int) -> dict:
-    out = Path(args.out) / f"{method}-s{seed}"
+    out = run_dir(args, method, seed)
     if not (out / "results.json").exists():
         cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
                "--benchmark", "drake-synth", "--scenario", "dynamic", "--rounds",
@@ -86,8 +90,8 @@ def main() -> None:
                 if len(values) > 1 else f"{values[0]:6.2f}")
 
     keys = ("self_a_last", "self_a_auc", "others_a_last", "others_a_auc")
-    commit = one_commit.check(((str(Path(args.out) / f"{m}-s{s}"), r) for (m, s), r in zip(jobs, results)),
-                              args.allow_mixed_commits)
+    commit = one_commit.check(((str(run_dir(args, *job)), result)
+                               for job, result in zip(jobs, results)), args.allow_mixed_commits)
     print(f"drake-synth dynamic hetero, {args.rounds} rounds, seeds {args.seeds}, "
           f"MC scored by {args.mc_scoring}, code {commit}")
     print(f"{'method':<18}" + "".join(f"{k:>16}" for k in keys)

@@ -81,11 +81,20 @@ _COPY_WORDS = ("left", "right", "centre", "top", "bottom", "under", "above", "no
 _LETTERS = "ABCDE"
 
 
+def _probe_rng(seed: int, salt: int, split: str) -> np.random.Generator:
+    """A text probe's generator: its own stream per probe (``salt``) and split."""
+    return np.random.default_rng([seed, salt, {"public": 0, "test": 1}[split]])
+
+
+def _option_lines(labels, words) -> str:
+    return "\n".join(f"{label}. {word}" for label, word in zip(labels, words))
+
+
 def option_probe(split: str, count: int, seed: int) -> list[dict]:
     from drake.synth.scene import COLOURS, SHAPES
 
     words = list(COLOURS) + list(SHAPES) + list(_COPY_WORDS)
-    rng = np.random.default_rng([seed, 11, {"public": 0, "test": 1}[split]])
+    rng = _probe_rng(seed, 11, split)
     out = []
     for i in range(count):
         k = int(rng.integers(2, 6))
@@ -97,7 +106,7 @@ def option_probe(split: str, count: int, seed: int) -> list[dict]:
         else:
             labels = [str(j + 1) for j in range(k)]
             tail = f"Print only the answer with a single answer id ({','.join(labels)})."
-        body = "\n".join(f"{label}. {word}" for label, word in zip(labels, options))
+        body = _option_lines(labels, options)
         out.append({"id": f"{COPY_PROBE}-{split}-{i}", "images": [], "choices": labels,
                     "answer": labels[gold],
                     "prompt": f"Question: Which option is {options[gold]}?\n{body}\n{tail}"})
@@ -116,7 +125,7 @@ colours the facts may or may not mention."""
 def two_hop_probe(split: str, count: int, seed: int) -> list[dict]:
     from drake.synth.scene import COLOURS, SHAPES
 
-    rng = np.random.default_rng([seed, 13, {"public": 0, "test": 1}[split]])
+    rng = _probe_rng(seed, 13, split)
     out = []
     for i in range(count):
         k = int(rng.integers(2, 5))
@@ -129,7 +138,7 @@ def two_hop_probe(split: str, count: int, seed: int) -> list[dict]:
         rng.shuffle(options)
         labels = list(_LETTERS[:len(options)])
         facts = "\n".join(f"The {shape} is {colour}." for shape, colour in zip(shapes, colours))
-        body = "\n".join(f"{label}. {word}" for label, word in zip(labels, options))
+        body = _option_lines(labels, options)
         out.append({"id": f"{TWO_HOP_PROBE}-{split}-{i}", "images": [], "choices": labels,
                     "answer": labels[options.index(colours[asked])],
                     "prompt": f"{facts}\nQuestion: What colour is the {shapes[asked]}?\n{body}\n"
