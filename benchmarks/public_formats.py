@@ -1,0 +1,133 @@
+"""Which public questions does a pretrained tiny model answer, per family and answer format?
+
+``synth-public-formats`` asks the public question families (the background, a shape's colour,
+the count, ...) in the client tasks' answer formats: ``open`` (a word), ``choice`` (a word from
+a choice list), ``letter`` (the option's letter), ``id`` (the option's number) and ``verdict``
+(is a proposed answer right). This script scores held-out questions (``test`` split) by greedy
+exact match, as pretraining's report does, but per family *and* format, beside each cell's
+chance (the mean of one over the option count; none for ``open``).
+
+Read across a row: where ``open`` and ``choice`` are near 1 and ``letter`` is near chance, the
+model finds the answer but cannot give its label, so the lettered client tasks fail on the
+option indirection, not on the look-up (issue #13).
+
+    python benchmarks/public_formats.py [--model-cache DIR] [--model tiny-llava-qwen]
+        [--samples 2400] [--seed 0] [--formats letter choice open]
+
+The pretrained tiny models are the shipped ones unless ``--model-cache`` names a cache that
+``drake models pretrain`` filled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+FORMATS = ("open", "choice", "letter", "id", "verdict")
+_LETTER = re.compile(r"^([A-Z])\. ", flags=re.M)
+_ID = re.compile(r"^(\d+)\. ", flags=re.M)
+_CHOICE = re.compile(r"Choice list:\[([^\]]*)\]")
+
+
+def options(sample: dict[str, Any]) -> list[str] | None:
+    """The answers a formats question offers (labels for ``letter``/``id``), None for ``open``.
+
+    Raises
+    ------
+    ValueError
+        Naming the sample id, when its prompt offers no options its format needs.
+    """
+    fmt = _meta(sample)["format"]
+    if fmt == "open":
+        return None
+    found = (_LETTER.findall(sample["prompt"]) if fmt == "letter" else
+             _ID.findall(sample["prompt"]) if fmt == "id" else
+             [o.strip() for o in _CHOICE.findall(sample["prompt"])[-1].split(",")]
+             if _CHOICE.search(sample["prompt"]) else [])
+    if len(found) < 2:
+        raise ValueError(f"sample {sample['id']} ({fmt} format) offers {found!r}; expected two "
+                         "or more options in its prompt")
+    return found
+
+
+def _meta(sample: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(sample["meta"])
+
+
+def table(bundle: Any, samples: Sequence[dict[str, Any]],
+          formats: Sequence[str] = FORMATS) -> dict[str, dict[str, dict[str, float]]]:
+    """``{family: {format: {"accuracy", "chance", "n"}}}`` over the samples of ``formats``.
+
+    Every sample of those formats is scored once (``n`` over the cells sums to their count);
+    ``chance`` is None for ``open``.
+    """
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in samples:
+        meta = _meta(s)
+        if meta["format"] in formats:
+            groups.setdefault((meta["family"], meta["format"]), []).append(s)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for (family, fmt), group in sorted(groups.items()):
+        longest = max(len(s["answer"].split()) for s in group)
+        said = bundle.generate(group, max_new_tokens=2 * longest + 2, batch_size=64)
+        hits = [a.strip() == s["answer"].strip() for a, s in zip(said, group, strict=True)]
+        counts = [options(s) for s in group]
+        out.setdefault(family, {})[fmt] = {
+            "accuracy": round(100.0 * float(np.mean(hits)), 1),
+            "chance": None if fmt == "open" else
+            round(100.0 * float(np.mean([1 / len(c) for c in counts])), 1),
+            "n": len(group),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model-cache", default=None,
+                        help="tiny-model cache (default: the shipped pretrained weights)")
+    parser.add_argument("--model", default="tiny-llava-qwen")
+    parser.add_argument("--samples", type=int, default=2400,
+                        help="held-out formats questions drawn (all formats)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
+    args = parser.parse_args()
+
+    import torch
+
+    from drake.models import load_model
+
+    # drake.models re-exports the function `pretrain`, which hides the module of that name
+    pretrain = importlib.import_module("drake.models.pretrain")
+    torch.set_num_threads(1)
+    bundle = load_model(args.model, cache_dir=args.model_cache)
+    samples = pretrain.public_samples("synth-public-formats", "test", args.samples, args.seed)
+    result = table(bundle, samples, args.formats)
+    print(f"{args.model}: held-out synth-public-formats, greedy exact match % "
+          "(chance in brackets, n after /)")
+    print(f"{'family':<12} " + " ".join(f"{f:>20}" for f in args.formats))
+    for family, row in result.items():
+        cells = []
+        for f in args.formats:
+            c = row.get(f)
+            cells.append(f"{'-':>20}" if c is None else f"{c['accuracy']:5.1f} "
+                         f"[{'' if c['chance'] is None else format(c['chance'], '.0f'):>3}] "
+                         f"/{c['n']:<4}".rjust(20))
+        print(f"{family:<12} " + " ".join(cells))
+    for f in args.formats:
+        cells = [row[f] for row in result.values() if f in row]
+        n = sum(c["n"] for c in cells)
+        if n:
+            acc = sum(c["accuracy"] * c["n"] for c in cells) / n
+            chance = ("" if f == "open" else
+                      f" (chance {sum(c['chance'] * c['n'] for c in cells) / n:.1f})")
+            print(f"all {f}: {acc:.1f}% of {n}{chance}")
+
+
+if __name__ == "__main__":
+    main()
