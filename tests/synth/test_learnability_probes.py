@@ -4,23 +4,13 @@ client tasks' questions."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def learnability():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import learnability
-
-        yield learnability
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+def learnability(benchmark_module):
+    return benchmark_module("learnability")
 
 
 def test_option_copy_probe_asks_for_the_label_of_the_named_option(learnability) -> None:

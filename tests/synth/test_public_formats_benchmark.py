@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import public_formats
-
-        yield public_formats
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+def bench(benchmark_module):
+    return benchmark_module("public_formats")
 
 
 @pytest.fixture(scope="module")
