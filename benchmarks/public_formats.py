@@ -23,20 +23,24 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from evaluators.choice import parse_choices
+
 FORMATS = ("open", "choice", "letter", "id", "verdict")
-_LETTER = re.compile(r"^([A-Z])\. ", flags=re.M)
-_ID = re.compile(r"^(\d+)\. ", flags=re.M)
-_CHOICE = re.compile(r"Choice list:\[([^\]]*)\]")
+
+# drake.models re-exports the function `pretrain`, which hides the module of that name
+pretrain = importlib.import_module("drake.models.pretrain")
 
 
 def options(sample: dict[str, Any]) -> list[str] | None:
     """The answers a formats question offers (labels for ``letter``/``id``), None for ``open``.
+
+    The options are read from the prompt as the reference evaluation reads them
+    (:func:`evaluators.choice.parse_choices`).
 
     Raises
     ------
@@ -46,13 +50,14 @@ def options(sample: dict[str, Any]) -> list[str] | None:
     fmt = _meta(sample)["format"]
     if fmt == "open":
         return None
-    found = (_LETTER.findall(sample["prompt"]) if fmt == "letter" else
-             _ID.findall(sample["prompt"]) if fmt == "id" else
-             [o.strip() for o in _CHOICE.findall(sample["prompt"])[-1].split(",")]
-             if _CHOICE.search(sample["prompt"]) else [])
+    found = parse_choices(sample["prompt"])
     if len(found) < 2:
         raise ValueError(f"sample {sample['id']} ({fmt} format) offers {found!r}; expected two "
                          "or more options in its prompt")
+    if fmt == "letter":
+        return [chr(ord("A") + i) for i in range(len(found))]
+    if fmt == "id":
+        return [str(i + 1) for i in range(len(found))]
     return found
 
 
@@ -74,17 +79,21 @@ def table(bundle: Any, samples: Sequence[dict[str, Any]],
             groups.setdefault((meta["family"], meta["format"]), []).append(s)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for (family, fmt), group in sorted(groups.items()):
-        longest = max(len(s["answer"].split()) for s in group)
-        said = bundle.generate(group, max_new_tokens=2 * longest + 2, batch_size=64)
-        hits = [a.strip() == s["answer"].strip() for a, s in zip(said, group, strict=True)]
-        counts = [options(s) for s in group]
+        hits = pretrain.exact_hits(bundle, group)
         out.setdefault(family, {})[fmt] = {
             "accuracy": round(100.0 * float(np.mean(hits)), 1),
             "chance": None if fmt == "open" else
-            round(100.0 * float(np.mean([1 / len(c) for c in counts])), 1),
+            round(100.0 * float(np.mean([1 / len(options(s)) for s in group])), 1),
             "n": len(group),
         }
     return out
+
+
+def _cell(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    chance = "" if c["chance"] is None else f"{c['chance']:.0f}"
+    return f"{c['accuracy']:5.1f} [{chance:>3}] /{c['n']:<4}"
 
 
 def main() -> None:
@@ -102,8 +111,6 @@ def main() -> None:
 
     from drake.models import load_model
 
-    # drake.models re-exports the function `pretrain`, which hides the module of that name
-    pretrain = importlib.import_module("drake.models.pretrain")
     torch.set_num_threads(1)
     bundle = load_model(args.model, cache_dir=args.model_cache)
     samples = pretrain.public_samples("synth-public-formats", "test", args.samples, args.seed)
@@ -112,13 +119,7 @@ def main() -> None:
           "(chance in brackets, n after /)")
     print(f"{'family':<12} " + " ".join(f"{f:>20}" for f in args.formats))
     for family, row in result.items():
-        cells = []
-        for f in args.formats:
-            c = row.get(f)
-            cells.append(f"{'-':>20}" if c is None else f"{c['accuracy']:5.1f} "
-                         f"[{'' if c['chance'] is None else format(c['chance'], '.0f'):>3}] "
-                         f"/{c['n']:<4}".rjust(20))
-        print(f"{family:<12} " + " ".join(cells))
+        print(f"{family:<12} " + " ".join(f"{_cell(row.get(f)):>20}" for f in args.formats))
     for f in args.formats:
         cells = [row[f] for row in result.values() if f in row]
         n = sum(c["n"] for c in cells)

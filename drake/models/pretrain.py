@@ -86,6 +86,7 @@ __all__ = [
     "public_tasks",
     "public_samples",
     "evaluate_open",
+    "exact_hits",
     "VISION_FOLDER",
     "VISION_FILE",
     "REPORT_FILE",
@@ -171,13 +172,18 @@ def evaluate_open(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> dic
         return {}
     hits: dict[str, list[bool]] = {}
     for family in sorted({_group(s) for s in samples}):
-        group = [s for s in samples if _group(s) == family]
-        longest = max(len(s["answer"].split()) for s in group)
-        outputs = bundle.generate(group, max_new_tokens=2 * longest + 2, batch_size=_EVAL_BATCH)
-        hits[family] = [out.strip() == s["answer"].strip() for out, s in zip(outputs, group)]
+        hits[family] = exact_hits(bundle, [s for s in samples if _group(s) == family])
     report = {family: round(float(np.mean(h)), 4) for family, h in hits.items()}
     report["mean"] = round(float(np.mean(list(report.values()))), 4)
     return report
+
+
+def exact_hits(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> list[bool]:
+    """Whether each sample's greedy answer is its gold answer (exact match, outer spaces
+    ignored); answers may run to twice the longest gold answer's words, plus two tokens."""
+    longest = max(len(s["answer"].split()) for s in samples)
+    outputs = bundle.generate(samples, max_new_tokens=2 * longest + 2, batch_size=_EVAL_BATCH)
+    return [out.strip() == s["answer"].strip() for out, s in zip(outputs, samples, strict=True)]
 
 
 def _eval_set(seed: int, size: int) -> list[dict[str, Any]]:
