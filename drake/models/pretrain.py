@@ -495,6 +495,28 @@ class _Features:
 def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.Tensor,
                    words: torch.Tensor) -> torch.Tensor:
     model = bundle.model
+    batch, embeds, grounding = multimodal_inputs(bundle, items, feats, words)
+    hidden = model.model.language_model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
+                                        use_cache=False).last_hidden_state
+    return answer_loss(bundle, batch, hidden) + GROUNDING_WEIGHT * grounding
+
+
+def answer_loss(bundle: ModelBundle, batch: dict[str, torch.Tensor],
+                hidden: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the answer tokens, read from the language model's last hidden states."""
+    labels = batch["labels"][:, 1:]
+    answer = labels != IGNORE_INDEX
+    return F.cross_entropy(bundle.model.get_output_embeddings()(hidden[:, :-1][answer]),
+                           labels[answer])
+
+
+def multimodal_inputs(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.Tensor,
+                      words: torch.Tensor
+                      ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Stage 2's language-model inputs: the padded batch of ``items``, its input embeddings with
+    the projected tower ``feats`` in place of the image tokens, and the grounding loss of those
+    image tokens against ``words`` (:class:`_Features`)."""
+    model = bundle.model
     batch = bundle._pad(items, left=False, with_labels=True)
     ids = batch["input_ids"]
     embeds = model.get_input_embeddings()(ids)
@@ -509,12 +531,7 @@ def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.
         if bool(known.any()):
             logits = head(projected[known])
             grounding = sum(F.cross_entropy(logits, targets[known][:, j]) for j in range(4)) / 4
-    hidden = model.model.language_model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
-                                        use_cache=False).last_hidden_state
-    labels = batch["labels"][:, 1:]
-    answer = labels != IGNORE_INDEX
-    loss = F.cross_entropy(head(hidden[:, :-1][answer]), labels[answer])
-    return loss + GROUNDING_WEIGHT * grounding
+    return batch, embeds, grounding
 
 
 def pretrain(
