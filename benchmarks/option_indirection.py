@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from public_formats import FORMATS, options, table
+from public_formats import format_means, options, table
 
 from drake.models.bundle import IGNORE_INDEX, _Encoded
 from evaluators.choice import parse_choices
@@ -179,13 +179,8 @@ def attention_report(bundle: Any, samples: Sequence[dict[str, Any]]) -> dict[str
 
 def summary(bundle: Any, samples: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Accuracy per answer format over ``samples`` (percent, greedy exact match)."""
-    result = table(bundle, samples)
-    out = {}
-    for fmt in FORMATS:
-        cells = [row[fmt] for row in result.values() if fmt in row]
-        n = sum(c["n"] for c in cells)
-        out[fmt] = round(sum(c["accuracy"] * c["n"] for c in cells) / n, 1) if n else None
-    return out
+    return {fmt: None if acc is None else round(acc, 1)
+            for fmt, (acc, _, _) in format_means(table(bundle, samples)).items()}
 
 
 def train(bundle: Any, pools: Sequence[_Pool], *, steps: int, lr: float, early_layer: int,

@@ -89,6 +89,21 @@ def table(bundle: Any, samples: Sequence[dict[str, Any]],
     return out
 
 
+def format_means(result: dict[str, dict[str, dict[str, float]]], formats: Sequence[str] = FORMATS
+                 ) -> dict[str, tuple[float | None, float | None, int]]:
+    """Per format, over the families of a :func:`table`: ``(accuracy, chance, n)``, the means
+    weighted by each cell's count (None where undefined: no sample, or chance of ``open``)."""
+    out: dict[str, tuple[float | None, float | None, int]] = {}
+    for f in formats:
+        cells = [row[f] for row in result.values() if f in row]
+        n = sum(c["n"] for c in cells)
+        acc = sum(c["accuracy"] * c["n"] for c in cells) / n if n else None
+        chance = (sum(c["chance"] * c["n"] for c in cells) / n
+                  if n and f != "open" else None)
+        out[f] = (acc, chance, n)
+    return out
+
+
 def _cell(c: dict[str, Any] | None) -> str:
     if c is None:
         return "-"
@@ -120,14 +135,10 @@ def main() -> None:
     print(f"{'family':<12} " + " ".join(f"{f:>20}" for f in args.formats))
     for family, row in result.items():
         print(f"{family:<12} " + " ".join(f"{_cell(row.get(f)):>20}" for f in args.formats))
-    for f in args.formats:
-        cells = [row[f] for row in result.values() if f in row]
-        n = sum(c["n"] for c in cells)
+    for f, (acc, chance, n) in format_means(result, args.formats).items():
         if n:
-            acc = sum(c["accuracy"] * c["n"] for c in cells) / n
-            chance = ("" if f == "open" else
-                      f" (chance {sum(c['chance'] * c['n'] for c in cells) / n:.1f})")
-            print(f"all {f}: {acc:.1f}% of {n}{chance}")
+            print(f"all {f}: {acc:.1f}% of {n}" + ("" if chance is None else
+                                                 f" (chance {chance:.1f})"))
 
 
 if __name__ == "__main__":
