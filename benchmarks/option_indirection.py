@@ -94,6 +94,22 @@ def option_positions(bundle: Any, sample: dict[str, Any], ids: Sequence[int]) ->
     return found
 
 
+def answer_token(bundle: Any, sample: dict[str, Any], word: str) -> int:
+    """The first token of ``word`` as the model answers it (after the chat's answer prefix,
+    so ``▁word``: the token an option line holds, not the bare ``word`` of mid-word text)."""
+    return bundle._answer_ids(word, eos=False, sample_id=sample["id"])[0]
+
+
+def lens_logits(bundle: Any, state: torch.Tensor, *, final: bool) -> torch.Tensor:
+    """The logit lens of residual-stream ``state``: read through the final norm and the tied
+    output embeddings. transformers returns the last layer's state (``final``) already normed,
+    so that one goes to the output embeddings as it is."""
+    model = bundle.model
+    if not final:
+        state = model.model.language_model.norm(state)
+    return model.get_output_embeddings()(state)
+
+
 @dataclass
 class _Pool:
     """One training pool: encoded samples, their tower features, and per sample the early
@@ -112,8 +128,7 @@ def _pool(bundle: Any, samples: Sequence[dict[str, Any]]) -> _Pool:
         enc = bundle._encode(s, answer=s["answer"], eos=True)
         encoded.append(enc)
         word = content_answer(s)
-        ids = [] if word is None else bundle.tokenizer(word, add_special_tokens=False)["input_ids"]
-        early.append(ids[0] if ids else IGNORE_INDEX)
+        early.append(IGNORE_INDEX if word is None else answer_token(bundle, s, word))
         gold.append(option_positions(bundle, s, enc.ids)[options(s).index(s["answer"].strip())]
                     if _format(s) in ("letter", "id") else -1)
     return _Pool(encoded, pretrain._Features(bundle, samples), torch.tensor(early),
@@ -139,7 +154,8 @@ def losses(bundle: Any, items: Sequence[_Encoded], feats: torch.Tensor, words: t
     early_loss = zero
     if bool(keep.any()):
         state = out.hidden_states[early_layer][rows, first][keep]
-        early_loss = F.cross_entropy(model.get_output_embeddings()(lm.norm(state)), early[keep])
+        final = early_layer == len(out.hidden_states) - 1
+        early_loss = F.cross_entropy(lens_logits(bundle, state, final=final), early[keep])
     keep = gold >= 0
     attend_loss = zero
     if bool(keep.any()):

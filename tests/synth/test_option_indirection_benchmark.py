@@ -95,9 +95,13 @@ def test_losses_match_a_hand_computed_forward_pass(bench, bundle, samples) -> No
     early, attend = [], []
     for i, s in enumerate(pool):
         first = batch["labels"][i].ne(IGNORE_INDEX).nonzero()[0].item() - 1
-        word = bench.content_answer(s)
-        target = bundle.tokenizer(word, add_special_tokens=False)["input_ids"][0]
-        assert built.early[i] == target
+        # the early answer is the token the model answers with, the one the gold option line
+        # holds (not the bare word's token, which lacks the word-start marker)
+        target = int(built.early[i])
+        if _format(s) == "letter":
+            assert target == items[i].ids[built.gold[i]]
+        else:
+            assert target == batch["labels"][i, first + 1]
         logits = head(lm.norm(out.hidden_states[1][i, first]))
         early.append(F.cross_entropy(logits[None], torch.tensor([target])))
         if _format(s) == "letter":
@@ -110,6 +114,24 @@ def test_losses_match_a_hand_computed_forward_pass(bench, bundle, samples) -> No
     torch.testing.assert_close(parts["early"], torch.stack(early).mean())
     torch.testing.assert_close(parts["attend"], torch.stack(attend).mean())
     torch.testing.assert_close(parts["stage2"], pretrain._language_loss(bundle, items, feats, words))
+
+
+def test_the_early_answer_at_the_last_layer_is_the_answer_loss_of_its_first_token(
+        bench, bundle, samples) -> None:
+    # transformers returns the last layer's state already normed: the lens must not norm twice
+    pool = [s for s in samples if _format(s) in ("open", "choice")][:6]
+    built = bench._pool(bundle, pool)
+    feats, words = built.features.rows(list(range(len(pool))))
+    with torch.no_grad():
+        parts = bench.losses(bundle, built.encoded, feats, words, built.early, built.gold,
+                             bundle.num_layers)
+        batch, embeds, _ = pretrain.multimodal_inputs(bundle, built.encoded, feats, words)
+        logits = bundle.model(inputs_embeds=embeds,
+                              attention_mask=batch["attention_mask"]).logits
+    first = (batch["labels"][:, 1:] != IGNORE_INDEX).float().argmax(1)
+    rows = torch.arange(len(pool))
+    target = batch["labels"][rows, first + 1]
+    torch.testing.assert_close(parts["early"], F.cross_entropy(logits[rows, first], target))
 
 
 def test_attention_report_counts_every_lettered_question(bench, bundle, samples) -> None:
