@@ -252,6 +252,13 @@ background is named 100% of the time in the open and choice-list forms, but its 
 only 35.3% (chance 32) and its verdict 41.2% (chance 50); fill and picture quality read the same
 way. So these tasks fail on relating an answer the model has found to the options or statement
 in the prompt, not on the look-up, and a task-level LoRA does not add that skill (issue #13).
+Inside the model (`python benchmarks/answer_lens.py`, 6,000 held-out questions; a logit lens at
+the answer position, after each of the 3 layers): on the background, fill, quality and size
+questions the gold word ranks first among the offered words 94.7% of the time in the choice-list
+form and 61.3% in the lettered form (chance 38.0). Yet over all 1,220 lettered questions a
+linear probe on the same position (trained on 70% of them, scored on the rest) finds the gold
+option's index 38.5% of the time (chance 37.7). The lettered question is looked up as a word,
+and no layer matches that word to its option line.
 """
 
 
