@@ -22,3 +22,14 @@ def benchmark_module() -> Iterator[Callable[[str], ModuleType]]:
         yield importlib.import_module
     finally:
         sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    """The shipped ``tiny-llava-qwen``, with eager attention (attention weights returned), for
+    the benchmark tests that look inside it."""
+    from drake.models import load_model
+
+    loaded = load_model("tiny-llava-qwen")
+    loaded.model.set_attn_implementation("eager")
+    return loaded

@@ -21,13 +21,6 @@ def bench(benchmark_module):
 
 
 @pytest.fixture(scope="module")
-def bundle():
-    from drake.models import load_model
-
-    return load_model("tiny-llava-qwen")
-
-
-@pytest.fixture(scope="module")
 def samples():
     return pretrain.public_samples("synth-public-formats", "test", 60, seed=0)
 

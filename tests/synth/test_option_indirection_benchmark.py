@@ -22,15 +22,6 @@ def bench(benchmark_module):
 
 
 @pytest.fixture(scope="module")
-def bundle():
-    from drake.models import load_model
-
-    loaded = load_model("tiny-llava-qwen")
-    loaded.model.set_attn_implementation("eager")
-    return loaded
-
-
-@pytest.fixture(scope="module")
 def samples():
     return pretrain.public_samples("synth-public-formats", "public", 200, seed=0)
 
