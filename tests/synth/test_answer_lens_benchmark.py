@@ -65,11 +65,9 @@ def test_the_last_layer_lens_is_the_models_output(bench, bundle, samples) -> Non
     assert checked >= 20
 
 
-def test_gold_first_splits_ties() -> None:
-    from answer_lens import gold_first
-
+def test_gold_first_splits_ties(bench) -> None:
     scores = torch.tensor([[1.0, 2.0, 2.0], [3.0, 1.0, 0.0], [0.0, 5.0, 1.0]])
-    np.testing.assert_allclose(gold_first(scores, 1), [0.5, 0.0, 1.0])
+    np.testing.assert_allclose(bench.gold_first(scores, 1), [0.5, 0.0, 1.0])
 
 
 def test_the_probe_finds_a_planted_option_and_not_noise(bench) -> None:
