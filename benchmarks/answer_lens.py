@@ -30,14 +30,13 @@ about 2 minutes on the 3-layer qwen.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from option_indirection import answer_token, lens_logits
-from public_formats import options
+from public_formats import gold_index, meta, options
 
 from evaluators.choice import parse_choices
 
@@ -45,15 +44,6 @@ from evaluators.choice import parse_choices
 FORMATS = ("choice", "letter", "id")
 #: Share of the lettered and numbered questions the probe trains on.
 PROBE_TRAIN = 0.7
-
-
-def _meta(sample: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(sample["meta"])
-
-
-def gold_index(sample: dict[str, Any]) -> int:
-    """Index of the gold answer among the sample's offered answers (:func:`options` order)."""
-    return options(sample).index(sample["answer"].strip())
 
 
 def word_ids(bundle: Any, sample: dict[str, Any]) -> list[int]:
@@ -130,7 +120,7 @@ def measure(bundle: Any, samples: Sequence[dict[str, Any]], seed: int = 0
     the probe's accuracy per layer (``probe``, on their held-out share)."""
     out: dict[str, dict[str, Any]] = {}
     for fmt in FORMATS:
-        group = [s for s in samples if _meta(s)["format"] == fmt]
+        group = [s for s in samples if meta(s)["format"] == fmt]
         if not group:
             continue
         states = [answer_states(bundle, s) for s in group]
@@ -181,7 +171,7 @@ def main() -> None:
     bundle.model.eval()
     samples = [s for s in pretrain.public_samples("synth-public-formats", "test", args.samples,
                                                   args.seed)
-               if args.families is None or _meta(s)["family"] in args.families]
+               if args.families is None or meta(s)["family"] in args.families]
     result = measure(bundle, samples, args.seed)
     print(f"{args.model}{' + ' + args.weights if args.weights else ''}: held-out "
           "synth-public-formats at the answer position, per layer (0: embeddings); % of "

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from public_formats import format_means, options, table
+from public_formats import format_means, gold_index, options, table
 
 from drake.models.bundle import IGNORE_INDEX, _Encoded
 from evaluators.choice import parse_choices
@@ -67,7 +67,7 @@ def content_answer(sample: dict[str, Any]) -> str | None:
     if fmt == "verdict":
         return None
     if fmt in ("letter", "id"):
-        return parse_choices(sample["prompt"])[options(sample).index(sample["answer"].strip())]
+        return parse_choices(sample["prompt"])[gold_index(sample)]
     return sample["answer"]
 
 
@@ -129,7 +129,7 @@ def _pool(bundle: Any, samples: Sequence[dict[str, Any]]) -> _Pool:
         encoded.append(enc)
         word = content_answer(s)
         early.append(IGNORE_INDEX if word is None else answer_token(bundle, s, word))
-        gold.append(option_positions(bundle, s, enc.ids)[options(s).index(s["answer"].strip())]
+        gold.append(option_positions(bundle, s, enc.ids)[gold_index(s)]
                     if _format(s) in ("letter", "id") else -1)
     return _Pool(encoded, pretrain._Features(bundle, samples), torch.tensor(early),
                  torch.tensor(gold))
@@ -180,9 +180,9 @@ def attention_report(bundle: Any, samples: Sequence[dict[str, Any]]) -> dict[str
             out = model(**bundle._pad([enc], left=False, with_labels=False),
                         output_attentions=True)
             weights = out.attentions[-1][0, 0, -1][where]
-            letter_ids = [bundle.tokenizer.convert_tokens_to_ids("\u2581" + x) for x in labels]
+            letter_ids = [answer_token(bundle, s, x) for x in labels]
             pick = int(out.logits[0, -1][letter_ids].argmax())
-            gold = labels.index(s["answer"].strip())
+            gold = gold_index(s)
             share.append(float(weights[gold] / weights.sum()))
             most.append(int(weights.argmax()) == gold)
             right.append(pick == gold)

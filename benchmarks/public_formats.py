@@ -47,7 +47,7 @@ def options(sample: dict[str, Any]) -> list[str] | None:
     ValueError
         Naming the sample id, when its prompt offers no options its format needs.
     """
-    fmt = _meta(sample)["format"]
+    fmt = meta(sample)["format"]
     if fmt == "open":
         return None
     found = parse_choices(sample["prompt"])
@@ -61,8 +61,14 @@ def options(sample: dict[str, Any]) -> list[str] | None:
     return found
 
 
-def _meta(sample: dict[str, Any]) -> dict[str, Any]:
+def meta(sample: dict[str, Any]) -> dict[str, Any]:
+    """A formats sample's ``meta`` (its family and answer format)."""
     return json.loads(sample["meta"])
+
+
+def gold_index(sample: dict[str, Any]) -> int:
+    """Index of the gold answer among the sample's offered answers (:func:`options` order)."""
+    return options(sample).index(sample["answer"].strip())
 
 
 def table(bundle: Any, samples: Sequence[dict[str, Any]],
@@ -74,9 +80,9 @@ def table(bundle: Any, samples: Sequence[dict[str, Any]],
     """
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in samples:
-        meta = _meta(s)
-        if meta["format"] in formats:
-            groups.setdefault((meta["family"], meta["format"]), []).append(s)
+        info = meta(s)
+        if info["format"] in formats:
+            groups.setdefault((info["family"], info["format"]), []).append(s)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for (family, fmt), group in sorted(groups.items()):
         hits = pretrain.exact_hits(bundle, group)
