@@ -27,7 +27,10 @@ tied output embeddings, must name its cell's largest object (colour, shape, fill
 language model learns to answer "the colour of the star" by guessing among the colours present
 (0.45 on held-out questions after 4000 steps); with it, it looks the star up.
 
-The three public tasks contribute :data:`TASK_SHARES` of the samples. Batches mix an *easy* pool (public samples drawn with at most :data:`EASY_OBJECTS` objects per
+The three public tasks contribute :data:`TASK_SHARES` of the samples: a fixed pool of
+``train_size`` samples drawn from again and again (the default, and the shipped weights), or,
+with ``fresh=True`` (``--fresh-samples``), a new sample at every draw (:class:`_FreshStream`),
+so nothing can be learnt by heart. Batches mix an *easy* pool (public samples drawn with at most :data:`EASY_OBJECTS` objects per
 picture) and the full pool: the easy share starts at 1 and falls linearly to 10% at
 :data:`EASY_UNTIL` of the steps. The learning rate warms up over 200 steps, then follows a cosine
 to 10% of ``lr``; AdamW (0.9, 0.98), no weight decay, gradient-norm clip 1.
@@ -212,6 +215,35 @@ def _train_set(seed: int, size: int) -> tuple[list[dict[str, Any]], list[dict[st
         pools[0].extend(public_samples(task, "public", easy, seed, start=count,
                                        objects=(0, EASY_OBJECTS)))
     return pools
+
+
+class _FreshStream:
+    """Public training samples never drawn twice: the i-th is a public task picked by
+    :data:`TASK_SHARES`, at that task's next index from ``start`` on (the easy stream starts
+    at :data:`_EASY_START`, so it never meets the full one's pictures)."""
+
+    def __init__(self, seed: int, start: int, objects: tuple[int, int] | None) -> None:
+        self.seed, self.objects = seed, objects
+        self.rng = np.random.default_rng([seed, 0xF5E5, start])
+        self.tasks = list(TASK_SHARES)
+        shares = np.array([TASK_SHARES[t] for t in self.tasks], dtype=np.float64)
+        self.shares = shares / shares.sum()
+        self.next = dict.fromkeys(self.tasks, start)
+        self.drawn = 0
+
+    def take(self, count: int) -> list[dict[str, Any]]:
+        out = []
+        for k in self.rng.choice(len(self.tasks), count, p=self.shares):
+            task = self.tasks[int(k)]
+            out += public_samples(task, "public", 1, self.seed, start=self.next[task],
+                                  objects=self.objects)
+            self.next[task] += 1
+        self.drawn += count
+        return out
+
+
+#: First index of the fresh easy stream (the full stream starts at 0).
+_EASY_START = 10**8
 
 
 def _draw(rng: np.random.Generator, size: int, count: int) -> np.ndarray:
@@ -492,6 +524,13 @@ class _Features:
         return self.feats[picks].float(), self.words[picks].to(self.feats.device)
 
 
+def _encoded_pool(bundle: ModelBundle, samples: Sequence[dict[str, Any]]
+                  ) -> tuple[list[_Encoded], _Features]:
+    """``samples`` encoded with their answers, and their pictures' tower features."""
+    return ([bundle._encode(s, answer=s["answer"], eos=True) for s in samples],
+            _Features(bundle, samples))
+
+
 def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.Tensor,
                    words: torch.Tensor) -> torch.Tensor:
     model = bundle.model
@@ -547,6 +586,7 @@ def pretrain(
     progress: Progress | None = None,
     threads: int | None = 1,
     device: str = "cpu",
+    fresh: bool = False,
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
 
@@ -563,7 +603,12 @@ def pretrain(
     seed : int
         Seeds the data draw, the initialisation and the batch order.
     train_size : int
-        Public training samples in all (both tasks, easy and full pools).
+        Public training samples in all (both tasks, easy and full pools), drawn from again and
+        again over the steps.
+    fresh : bool
+        Draw a new public sample every time instead (``steps * batch_size`` in all, none seen
+        twice; ``train_size`` is unused), generated and encoded step by step. A fixed pool is
+        learnt by heart (``benchmarks/memorisation.py`` measures how much).
     eval_size : int
         Held-out public questions scored before and after (0 skips scoring).
     progress : callable, optional
@@ -597,7 +642,8 @@ def pretrain(
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     started = time.perf_counter()
-    easy, full = _train_set(seed, train_size)
+    easy, full = ([], []) if fresh else _train_set(seed, train_size)
+    streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS)), _FreshStream(seed, 0, None))
     held_out = _eval_set(seed, eval_size)
     tokenizer = build_tokenizer(synth_vocabulary())
     rng = np.random.default_rng([seed, 0x9E3779B9])
@@ -610,23 +656,25 @@ def pretrain(
         bundle = _tiny_bundle(info, model, tokenizer)
         model.eval()
         before = evaluate_open(bundle, held_out)
-        pools = []
-        for pool in (easy, full):
-            encoded = [bundle._encode(s, answer=s["answer"], eos=True) for s in pool]
-            pools.append((encoded, _Features(bundle, pool)))
+        pools = [_encoded_pool(bundle, pool) for pool in (easy, full)]
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
         model.train()
         for step in range(steps):
-            easy_share = max(0.1, 1.0 - step / (EASY_UNTIL * steps)) if easy else 0.0
+            easy_share = max(0.1, 1.0 - step / (EASY_UNTIL * steps)) if easy or fresh else 0.0
             n_easy = int(rng.binomial(batch_size, easy_share))
             for group in optimizer.param_groups:
                 group["lr"] = _lr_at(step, steps, lr, warm=200, floor=0.1)
             items, feats, words = [], [], []
-            for (encoded, features), count in zip(pools, (n_easy, batch_size - n_easy)):
+            for k, count in enumerate((n_easy, batch_size - n_easy)):
                 if not count:
                     continue
-                rows = _draw(rng, len(encoded), count)
+                if fresh:
+                    encoded, features = _encoded_pool(bundle, streams[k].take(count))
+                    rows = np.arange(count)
+                else:
+                    encoded, features = pools[k]
+                    rows = _draw(rng, len(encoded), count)
                 items += [_Encoded(encoded[i].ids, encoded[i].labels, []) for i in rows]
                 f, w = features.rows(rows)
                 feats.append(f)
@@ -659,10 +707,13 @@ def pretrain(
             "schedule": "linear warm-up 200 steps, cosine to 10% of lr; AdamW(0.9, 0.98), wd 0, "
                         "clip 1; frozen vision tower",
             "grounding_weight": GROUNDING_WEIGHT,
-            "easy_pool": {"objects": [0, EASY_OBJECTS], "samples": len(easy),
+            "easy_pool": {"objects": [0, EASY_OBJECTS],
+                          "samples": streams[0].drawn if fresh else len(easy),
                           "share": f"1 -> 0.1 over the first {EASY_UNTIL:.0%} of the steps"},
             "train_tasks": public_tasks(),
-            "train_samples": len(easy) + len(full),
+            "train_samples": (streams[0].drawn + streams[1].drawn) if fresh
+            else len(easy) + len(full),
+            "fresh_samples": fresh,
             "eval_split": "test",
             "eval_samples": len(held_out),
             "final_loss": float(np.mean(losses[-50:])),
@@ -690,7 +741,7 @@ def pretrain(
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
-                "device"}
+                "device", "fresh"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 
@@ -724,7 +775,7 @@ def pretrain_many(
         Run stage 1 first (default). ``False`` needs a tower from an earlier run in the cache.
     **kwargs
         ``out_dir``, ``seed``, ``device`` (both stages); ``steps``, ``batch_size``, ``lr``,
-        ``train_size``, ``eval_size`` (stage 2); ``vision_steps``, ``vision_batch_size``,
+        ``train_size``, ``eval_size``, ``fresh`` (stage 2); ``vision_steps``, ``vision_batch_size``,
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1).
 
     Returns

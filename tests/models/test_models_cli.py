@@ -37,7 +37,7 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     args = _parser().parse_args([
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
-        "--device", "cpu", "--cache-dir", str(tmp_path),
+        "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples",
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -45,6 +45,7 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["steps"] == 2 and report["batch_size"] == 2
+    assert report["fresh_samples"] is True and report["train_samples"] == 4
     assert report["device"].startswith("cpu")
     args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
     args.func(args)

@@ -203,3 +203,48 @@ def test_parallel_workers_give_the_same_weights(tmp_path):
             == (alone / "model.safetensors").read_bytes())
     assert {name for name, *_ in seen} == set(folders) | {"tiny-vision"}
     assert all(step <= total for _, step, total, _ in seen)
+
+
+def test_fresh_streams_draw_every_sample_once_in_a_seeded_order():
+    import importlib
+
+    stage = importlib.import_module("drake.models.pretrain")
+    full = stage._FreshStream(1, 0, None)
+    ids = [s["id"] for s in full.take(30) + full.take(30)]
+    assert len(set(ids)) == 60 and full.drawn == 60  # none drawn twice, across calls too
+    again = stage._FreshStream(1, 0, None)
+    assert [s["id"] for s in again.take(60)] == ids  # the same seed, the same order
+    assert {s["task"] for s in again.take(60)} == set(stage.TASK_SHARES)  # every public task
+    assert [s["id"] for s in stage._FreshStream(2, 0, None).take(60)] != ids
+    # the full stream starts each task at index 0, where the fixed pool's full part starts
+    first = {}
+    for s in stage._FreshStream(1, 0, None).take(60):
+        first.setdefault(s["task"], s["id"])
+    assert {t: stage.public_samples(t, "public", 1, 1)[0]["id"] for t in first} == first
+    # the easy stream: its own indices, drawn with the easy pool's object knob
+    easy = stage._FreshStream(1, stage._EASY_START, (0, stage.EASY_OBJECTS)).take(40)
+    assert not {s["id"] for s in easy} & set(ids)
+    firsts = {}
+    for s in easy:
+        firsts.setdefault(s["task"], s)
+    for task, s in firsts.items():
+        knob = stage.public_samples(task, "public", 1, 1, start=stage._EASY_START,
+                                    objects=(0, stage.EASY_OBJECTS))[0]
+        assert (s["id"], s["prompt"], s["meta"]) == (knob["id"], knob["prompt"], knob["meta"])
+
+
+def test_fresh_samples_pretrain_is_seeded_and_reports_its_draws(vision_root, tmp_path):
+    runs = [pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / k), seed=1,
+                     fresh=True, **MICRO) for k in "ab"]
+    assert all((r / "model.safetensors").read_bytes() == (runs[0] / "model.safetensors")
+               .read_bytes() for r in runs)
+    report = json.loads((runs[0] / "pretrain_report.json").read_text())
+    assert report["fresh_samples"] is True
+    # steps x batch new samples in all, the easy ones among them; --train-size is unused
+    assert report["train_samples"] == MICRO["steps"] * MICRO["batch_size"] != MICRO["train_size"]
+    assert 0 < report["easy_pool"]["samples"] <= report["train_samples"]
+    pooled = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "c"),
+                      seed=1, **MICRO)
+    assert json.loads((pooled / "pretrain_report.json").read_text())["fresh_samples"] is False
+    assert (pooled / "model.safetensors").read_bytes() != (runs[0] / "model.safetensors"
+                                                           ).read_bytes()
