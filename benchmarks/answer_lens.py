@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 from option_indirection import answer_token, lens_logits
-from public_formats import gold_index, meta, options
+from public_formats import gold_index, load_tiny, meta, model_arguments, options
 
 from evaluators.choice import parse_choices
 
@@ -142,9 +142,7 @@ def measure(bundle: Any, samples: Sequence[dict[str, Any]], seed: int = 0
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model-cache", default=None,
-                        help="tiny-model cache (default: the shipped pretrained weights)")
-    parser.add_argument("--model", default="tiny-llava-qwen")
+    model_arguments(parser)
     parser.add_argument("--weights", default=None,
                         help="safetensors written by option_indirection.py --save")
     parser.add_argument("--samples", type=int, default=6000,
@@ -156,11 +154,8 @@ def main() -> None:
 
     import importlib
 
-    from drake.models import load_model
-
     pretrain = importlib.import_module("drake.models.pretrain")
-    torch.set_num_threads(1)
-    bundle = load_model(args.model, cache_dir=args.model_cache)
+    bundle = load_tiny(args)
     if args.weights:
         from safetensors.torch import load_file
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from public_formats import load_tiny, model_arguments
 
 pretrain = importlib.import_module("drake.models.pretrain")
 
@@ -67,9 +68,7 @@ def measure(hits: Callable[[Sequence[dict[str, Any]]], list[bool]],
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model-cache", default=None,
-                        help="tiny-model cache (default: the shipped pretrained weights)")
-    parser.add_argument("--model", default="tiny-llava-qwen")
+    model_arguments(parser)
     parser.add_argument("--per-task", type=int, default=2500,
                         help="questions per public task in each set")
     parser.add_argument("--train-size", type=int, default=pretrain.DEFAULT_TRAIN_SIZE,
@@ -77,12 +76,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the pretraining seed")
     args = parser.parse_args()
 
-    import torch
-
-    from drake.models import load_model
-
-    torch.set_num_threads(1)
-    bundle = load_model(args.model, cache_dir=args.model_cache)
+    bundle = load_tiny(args)
     bundle.model.eval()
     trained, held = [], []
     for task in pretrain.TASK_SHARES:

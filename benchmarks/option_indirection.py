@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from public_formats import format_means, gold_index, options, table
+from public_formats import format_means, gold_index, load_tiny, model_arguments, options, table
 
 from drake.models.bundle import IGNORE_INDEX, _Encoded
 from evaluators.choice import parse_choices
@@ -238,9 +238,7 @@ def train(bundle: Any, pools: Sequence[_Pool], *, steps: int, lr: float, early_l
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model-cache", default=None,
-                        help="tiny-model cache (default: the shipped pretrained weights)")
-    parser.add_argument("--model", default="tiny-llava-qwen")
+    model_arguments(parser)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--train-size", type=int, default=20000,
@@ -256,12 +254,9 @@ def main() -> None:
                         help="write the trained weights here (safetensors, tied head left out)")
     args = parser.parse_args()
 
-    from drake.models import load_model
-
-    torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     started = time.perf_counter()
-    bundle = load_model(args.model, cache_dir=args.model_cache)
+    bundle = load_tiny(args)
     bundle.model.set_attn_implementation("eager")  # attention weights for the losses
     if not 0 <= args.early_layer <= bundle.num_layers:
         parser.error(f"--early-layer {args.early_layer}: {args.model} has layers 0.."

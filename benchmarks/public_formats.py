@@ -36,6 +36,24 @@ FORMATS = ("open", "choice", "letter", "id", "verdict")
 pretrain = importlib.import_module("drake.models.pretrain")
 
 
+def model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model-cache`` and ``--model``: which pretrained tiny model a probe reads."""
+    parser.add_argument("--model-cache", default=None,
+                        help="tiny-model cache (default: the shipped pretrained weights)")
+    parser.add_argument("--model", default="tiny-llava-qwen")
+
+
+def load_tiny(args: argparse.Namespace) -> Any:
+    """The model :func:`model_arguments` named, with torch on one thread (the probes' timing
+    and float order)."""
+    import torch
+
+    from drake.models import load_model
+
+    torch.set_num_threads(1)
+    return load_model(args.model, cache_dir=args.model_cache)
+
+
 def options(sample: dict[str, Any]) -> list[str] | None:
     """The answers a formats question offers (labels for ``letter``/``id``), None for ``open``.
 
@@ -119,21 +137,14 @@ def _cell(c: dict[str, Any] | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model-cache", default=None,
-                        help="tiny-model cache (default: the shipped pretrained weights)")
-    parser.add_argument("--model", default="tiny-llava-qwen")
+    model_arguments(parser)
     parser.add_argument("--samples", type=int, default=2400,
                         help="held-out formats questions drawn (all formats)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
     args = parser.parse_args()
 
-    import torch
-
-    from drake.models import load_model
-
-    torch.set_num_threads(1)
-    bundle = load_model(args.model, cache_dir=args.model_cache)
+    bundle = load_tiny(args)
     samples = pretrain.public_samples("synth-public-formats", "test", args.samples, args.seed)
     result = table(bundle, samples, args.formats)
     print(f"{args.model}: held-out synth-public-formats, greedy exact match % "
