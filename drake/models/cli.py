@@ -280,7 +280,7 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--fresh-samples", action="store_true",
                    help="language stage: a new public sample at every draw (steps x batch in "
                    "all, none seen twice) instead of --train-size samples drawn again and again, "
-                   "which the tiny models learn by heart; about 60%% slower on the CPU")
+                   "which the tiny models learn by heart; about 50%% slower on the CPU")
     p.add_argument("--eval-size", type=int, default=DEFAULT_EVAL_SIZE,
                    help="held-out public questions scored before/after "
                    f"(default {DEFAULT_EVAL_SIZE}; 0 skips)")
