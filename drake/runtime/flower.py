@@ -187,6 +187,7 @@ class FlowerRuntime(LocalRuntime):
                              "(drake.runtime.flower.run_simulation or server_app)")
         wanted = set(range(self.data.num_clients))
         asked: set[int] = set()
+        answered = 0
         deadline = time.monotonic() + self.connect_timeout
         while True:
             new = [n for n in self.grid.get_node_ids() if n not in asked]
@@ -197,6 +198,7 @@ class FlowerRuntime(LocalRuntime):
                              dst_node_id=n, message_type=HANDSHAKE) for n in new],
                     timeout=self.connect_timeout)
                 for reply in replies:
+                    answered += 1
                     node = reply.metadata.src_node_id
                     if reply.has_error():
                         raise DrakeError(f"SuperNode {node} failed the handshake: "
@@ -214,7 +216,8 @@ class FlowerRuntime(LocalRuntime):
             if time.monotonic() > deadline:
                 raise DrakeError(
                     f"no SuperNode serves client(s) {missing} after {self.connect_timeout:.0f} "
-                    f"s ({len(asked)} node(s) answered); start one with flower-supernode "
+                    f"s ({len(asked)} node(s) asked, {answered} answered); start one with "
+                    f"flower-supernode "
                     f"--node-config \"client-ids='{','.join(map(str, missing))}'\"")
             time.sleep(0.2)
 

@@ -260,3 +260,28 @@ def test_cli_flower_flags_fail_fast(data, capsys):
     assert main([*argv, "--runtime", "flower", "--supernodes", "5", "--out",
                  str(data.parent / "never")]) == 2
     assert "--supernodes must be in 1..4" in capsys.readouterr().err  # one node per client
+
+
+def test_a_connect_timeout_names_the_missing_clients_and_the_silent_nodes(data, tmp_path,
+                                                                          monkeypatch):
+    """Nodes that never answer the handshake (here a grid that returns no reply) end the wait
+    after ``connect_timeout`` with the clients nobody serves and how many nodes were silent."""
+    from drake.runtime.flower import FlowerRuntime
+
+    # outside a ServerApp flwr cannot stamp a message with its run; the grid never reads it
+    monkeypatch.setattr("drake.runtime.flower.Message", lambda *args, **kwargs: (args, kwargs))
+
+    class SilentGrid:
+        def get_node_ids(self):
+            return [11, 12]
+
+        def send_and_receive(self, messages, timeout):
+            assert len(messages) == 2 and timeout == pytest.approx(0.3)
+            return []
+
+    runtime = FlowerRuntime(config(data, tmp_path / "t"), connect_timeout=0.3)
+    runtime.grid = SilentGrid()
+    with pytest.raises(DrakeError, match=r"client\(s\) \[0, 1, 2, 3\] after 0 s "
+                                         r"\(2 node\(s\) asked, 0 answered\).*"
+                                         r"client-ids='0,1,2,3'"):
+        runtime._connect()
