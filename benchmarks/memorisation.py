@@ -54,11 +54,16 @@ def measure(hits: Callable[[Sequence[dict[str, Any]]], list[bool]],
             ) -> dict[str, dict[str, float]]:
     """Per report group: accuracy (percent) on ``trained`` and ``held`` questions, their
     counts and the gap. ``hits(samples)`` says which answers are right."""
+    by_set: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for name, samples in (("trained", trained), ("held_out", held)):
+        by_set[name] = {}
+        for s in samples:  # each sample's meta is parsed once
+            by_set[name].setdefault(pretrain._group(s), []).append(s)
     out: dict[str, dict[str, float]] = {}
-    for group in sorted({pretrain._group(s) for s in [*trained, *held]}):
+    for group in sorted({g for groups in by_set.values() for g in groups}):
         row: dict[str, float] = {}
-        for name, samples in (("trained", trained), ("held_out", held)):
-            mine = [s for s in samples if pretrain._group(s) == group]
+        for name, groups in by_set.items():
+            mine = groups.get(group, [])
             row[name] = round(100 * float(np.mean(hits(mine))), 1) if mine else float("nan")
             row[f"n_{name}"] = len(mine)
         row["gap"] = round(row["trained"] - row["held_out"], 1)
