@@ -114,7 +114,8 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 vision=not args.reuse_vision, steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
-                                fresh=args.fresh_samples, vision_steps=args.vision_steps,
+                                fresh=args.fresh_samples, sample_workers=args.sample_workers,
+                                vision_steps=args.vision_steps,
                                 vision_pictures=args.vision_pictures, device=args.device)
     finally:
         for bar in bars.values():
@@ -281,6 +282,10 @@ def add_cli(subparsers: Any) -> None:
                    help="language stage: a new public sample at every draw (steps x batch in "
                    "all, none seen twice) instead of --train-size samples drawn again and again, "
                    "which the tiny models learn by heart; about 50%% slower on the CPU")
+    p.add_argument("--sample-workers", type=int, default=0,
+                   help="with --fresh-samples: processes per model that make the samples a few "
+                   "steps ahead (default 0: in the training process; on a GPU, making them costs "
+                   "more than the step); the weights do not depend on it")
     p.add_argument("--eval-size", type=int, default=DEFAULT_EVAL_SIZE,
                    help="held-out public questions scored before/after "
                    f"(default {DEFAULT_EVAL_SIZE}; 0 skips)")

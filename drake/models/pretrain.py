@@ -231,15 +231,92 @@ class _FreshStream:
         self.next = dict.fromkeys(self.tasks, start)
         self.drawn = 0
 
-    def take(self, count: int) -> list[dict[str, Any]]:
+    def plan(self, count: int) -> list[tuple[str, int]]:
+        """The (task, index) of the next ``count`` samples, without generating them."""
         out = []
         for k in self.rng.choice(len(self.tasks), count, p=self.shares):
             task = self.tasks[int(k)]
-            out += public_samples(task, "public", 1, self.seed, start=self.next[task],
-                                  objects=self.objects)
+            out.append((task, self.next[task]))
             self.next[task] += 1
         self.drawn += count
         return out
+
+    def take(self, count: int) -> list[dict[str, Any]]:
+        return _fresh_samples(self.seed, self.objects, self.plan(count))
+
+
+def _fresh_samples(seed: int, objects: tuple[int, int] | None,
+                   plan: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+    return [sample for task, index in plan
+            for sample in public_samples(task, "public", 1, seed, start=index, objects=objects)]
+
+
+#: A step's fresh samples are planned as (easy plan, full plan).
+_StepPlan = tuple[list[tuple[str, int]], list[tuple[str, int]]]
+#: Samples ready for a step: their encodings (pictures dropped) and :func:`_picture_inputs`.
+_Prepared = tuple[list[_Encoded], tuple[list[torch.Tensor], torch.Tensor, np.ndarray]]
+
+_worker_bundle: ModelBundle | None = None
+
+
+def _init_sample_worker(name: str) -> None:
+    """A sample worker encodes with a bundle of its own: the same tokenizer and picture
+    transform as the training one (its random weights are never used)."""
+    global _worker_bundle
+    torch.set_num_threads(1)
+    tokenizer = build_tokenizer(synth_vocabulary())
+    _worker_bundle = _tiny_bundle(get_info(name), build_tiny_model(name, tokenizer, seed=0),
+                                  tokenizer)
+
+
+def _prepare(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> _Prepared:
+    return ([_Encoded(e.ids, e.labels, []) for e in
+             (bundle._encode(s, answer=s["answer"], eos=True) for s in samples)],
+            _picture_inputs(bundle, samples))
+
+
+def _prepare_steps(bundle: ModelBundle, seed: int, objects: tuple[tuple[int, int] | None, None],
+                   plans: Sequence[_StepPlan]) -> list[tuple[_Prepared, _Prepared]]:
+    return [(_prepare(bundle, _fresh_samples(seed, objects[0], plan[0])),
+             _prepare(bundle, _fresh_samples(seed, objects[1], plan[1]))) for plan in plans]
+
+
+def _fresh_chunk(seed: int, objects: tuple[tuple[int, int] | None, None],
+                 plans: Sequence[_StepPlan]) -> list[tuple[_Prepared, _Prepared]]:
+    """Several steps' samples, made and prepared in a sample worker."""
+    assert _worker_bundle is not None, "_init_sample_worker did not run"
+    return _prepare_steps(_worker_bundle, seed, objects, plans)
+
+
+def _fresh_batches(bundle: ModelBundle, streams: tuple[_FreshStream, _FreshStream],
+                   counts: Sequence[int], batch_size: int, workers: int, chunk: int = 50
+                   ) -> Iterator[tuple[_Prepared, _Prepared]]:
+    """Each step's (easy, full) fresh samples, ``counts[step]`` of them easy, prepared for
+    ``bundle``. The order is planned here, so nothing depends on ``workers``: with 0 the
+    samples are made step by step in this process, else by that many processes, a few chunks
+    of ``chunk`` steps ahead (making, encoding and reading the pictures costs more than a
+    GPU step)."""
+    plans = [(streams[0].plan(n) if n else [], streams[1].plan(batch_size - n) if n < batch_size
+              else []) for n in counts]
+    seed, objects = streams[0].seed, (streams[0].objects, None)
+    if workers == 0:
+        for plan in plans:
+            yield from _prepare_steps(bundle, seed, objects, [plan])
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [plans[i:i + chunk] for i in range(0, len(plans), chunk)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_init_sample_worker, initargs=(bundle.name,)) as pool:
+        ahead: deque[Any] = deque()
+        for part in chunks:
+            ahead.append(pool.submit(_fresh_chunk, seed, objects, part))
+            if len(ahead) > 2 * workers:
+                yield from ahead.popleft().result()
+        while ahead:
+            yield from ahead.popleft().result()
 
 
 #: First index of the fresh easy stream (the full stream starts at 0).
@@ -249,6 +326,14 @@ _EASY_START = 10**8
 def _draw(rng: np.random.Generator, size: int, count: int) -> np.ndarray:
     """``count`` distinct rows of ``size`` (with repeats only when the pool is smaller)."""
     return rng.choice(size, count, replace=count > size)
+
+
+def _easy_count(rng: np.random.Generator, step: int, steps: int, batch_size: int,
+                mixed: bool = True) -> int:
+    """Easy samples in step ``step``'s batch: their share falls from 1 to 0.1 over the first
+    :data:`EASY_UNTIL` of the steps (0 without an easy pool, ``mixed=False``)."""
+    share = max(0.1, 1.0 - step / (EASY_UNTIL * steps)) if mixed else 0.0
+    return int(rng.binomial(batch_size, share))
 
 
 def _lr_at(step: int, steps: int, lr: float, warm: int, floor: float) -> float:
@@ -496,28 +581,35 @@ def load_vision(model: torch.nn.Module, out_dir: Path | None = None) -> Path:
 # --------------------------------------------------------------------------------- stage 2
 
 
-class _Features:
-    """Frozen-tower features of every picture of a sample list, and their grounding targets."""
+def _picture_inputs(bundle: ModelBundle, samples: Sequence[dict[str, Any]]
+                    ) -> tuple[list[torch.Tensor], torch.Tensor, np.ndarray]:
+    """The pixels of every picture of ``samples`` (in chunks of 256), their grounding targets
+    and each sample's first picture (offsets)."""
+    tokenizer = bundle.tokenizer
+    images = [im for s in samples for im in s["images"]]
+    pixels = [bundle._pixel_fn(images[i:i + 256]) for i in range(0, len(images), 256)]
+    word_ids: list[list[list[int]]] = []
+    for s in samples:
+        for scene in _meta(s)["scenes"]:
+            word_ids.append([[tokenizer.convert_tokens_to_ids("\u2581" + w) for w in cell]
+                             if cell else [IGNORE_INDEX] * 4
+                             for cell in grounding_words(scene)])
+    words = torch.tensor(word_ids, dtype=torch.long).reshape(len(images), 9, 4)
+    return pixels, words, np.cumsum([0] + [len(s["images"]) for s in samples])
 
-    def __init__(self, bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> None:
+
+class _Features:
+    """Frozen-tower features of every picture of a sample list, and their grounding targets
+    (from :func:`_picture_inputs`, made here or by a sample worker)."""
+
+    def __init__(self, bundle: ModelBundle,
+                 inputs: tuple[list[torch.Tensor], torch.Tensor, np.ndarray]) -> None:
         tower = bundle.model.model.vision_tower
-        tokenizer = bundle.tokenizer
-        images = [im for s in samples for im in s["images"]]
-        chunks = []
+        pixels, self.words, self.offsets = inputs
         with torch.no_grad():
-            for i in range(0, len(images), 256):
-                pixels = bundle._pixel_fn(images[i:i + 256]).to(bundle.device)
-                chunks.append(tower_features(tower, pixels).to(torch.bfloat16))
-        feats = torch.cat(chunks) if chunks else torch.zeros(0)
-        word_ids: list[list[list[int]]] = []
-        for s in samples:
-            for scene in _meta(s)["scenes"]:
-                word_ids.append([[tokenizer.convert_tokens_to_ids("\u2581" + w) for w in cell]
-                                 if cell else [IGNORE_INDEX] * 4
-                                 for cell in grounding_words(scene)])
-        self.words = torch.tensor(word_ids, dtype=torch.long).reshape(len(images), 9, 4)
-        self.feats = feats
-        self.offsets = np.cumsum([0] + [len(s["images"]) for s in samples])
+            chunks = [tower_features(tower, chunk.to(bundle.device)).to(torch.bfloat16)
+                      for chunk in pixels]
+        self.feats = torch.cat(chunks) if chunks else torch.zeros(0)
 
     def rows(self, index: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         picks = [j for i in index for j in range(self.offsets[i], self.offsets[i + 1])]
@@ -527,8 +619,8 @@ class _Features:
 def _encoded_pool(bundle: ModelBundle, samples: Sequence[dict[str, Any]]
                   ) -> tuple[list[_Encoded], _Features]:
     """``samples`` encoded with their answers, and their pictures' tower features."""
-    return ([bundle._encode(s, answer=s["answer"], eos=True) for s in samples],
-            _Features(bundle, samples))
+    encoded, inputs = _prepare(bundle, samples)
+    return encoded, _Features(bundle, inputs)
 
 
 def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.Tensor,
@@ -587,6 +679,7 @@ def pretrain(
     threads: int | None = 1,
     device: str = "cpu",
     fresh: bool = False,
+    sample_workers: int = 0,
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
 
@@ -609,6 +702,10 @@ def pretrain(
         Draw a new public sample every time instead (``steps * batch_size`` in all, none seen
         twice; ``train_size`` is unused), generated and encoded step by step. A fixed pool is
         learnt by heart (``benchmarks/memorisation.py`` measures how much).
+    sample_workers : int
+        With ``fresh``, processes that generate the samples a few steps ahead (0, the default,
+        makes them in this process). Generation costs more than a GPU step; the samples, their
+        order and so the weights are the same for any count.
     eval_size : int
         Held-out public questions scored before and after (0 skips scoring).
     progress : callable, optional
@@ -641,6 +738,9 @@ def pretrain(
     _check_device(device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
+    if isinstance(sample_workers, bool) or not isinstance(sample_workers, int) \
+            or sample_workers < 0:
+        raise ValueError(f"sample_workers must be an integer >= 0, got {sample_workers!r}")
     started = time.perf_counter()
     easy, full = ([], []) if fresh else _train_set(seed, train_size)
     streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS)), _FreshStream(seed, 0, None))
@@ -660,9 +760,15 @@ def pretrain(
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
         model.train()
+        if fresh:
+            # nothing else draws from rng in this mode, so the counts can be drawn up front
+            counts = [_easy_count(rng, step, steps, batch_size) for step in range(steps)]
+            batches = _fresh_batches(bundle, streams, counts, batch_size, sample_workers)
         for step in range(steps):
-            easy_share = max(0.1, 1.0 - step / (EASY_UNTIL * steps)) if easy or fresh else 0.0
-            n_easy = int(rng.binomial(batch_size, easy_share))
+            if fresh:
+                n_easy, drawn = counts[step], next(batches)
+            else:
+                n_easy = _easy_count(rng, step, steps, batch_size, mixed=bool(easy))
             for group in optimizer.param_groups:
                 group["lr"] = _lr_at(step, steps, lr, warm=200, floor=0.1)
             items, feats, words = [], [], []
@@ -670,7 +776,7 @@ def pretrain(
                 if not count:
                     continue
                 if fresh:
-                    encoded, features = _encoded_pool(bundle, streams[k].take(count))
+                    encoded, features = drawn[k][0], _Features(bundle, drawn[k][1])
                     rows = np.arange(count)
                 else:
                     encoded, features = pools[k]
@@ -741,7 +847,7 @@ def pretrain(
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
-                "device", "fresh"}
+                "device", "fresh", "sample_workers"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 

@@ -37,7 +37,7 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     args = _parser().parse_args([
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
-        "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples",
+        "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples", "--sample-workers", "1",
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out

@@ -146,11 +146,17 @@ def test_language_loss_is_answer_ce_plus_grounding(vision_root):
     plus the mean cross-entropy of each image token's four object words."""
     import torch.nn.functional as F
 
-    from drake.models.pretrain import GROUNDING_WEIGHT, _Features, _language_loss, public_samples
+    from drake.models.pretrain import (
+        GROUNDING_WEIGHT,
+        _Features,
+        _language_loss,
+        _picture_inputs,
+        public_samples,
+    )
 
     bundle = load_model("tiny-llava-llama", pretrained=False, seed=3)
     samples = public_samples("synth-public-open", "public", 3, seed=0)
-    feats = _Features(bundle, samples)
+    feats = _Features(bundle, _picture_inputs(bundle, samples))
     items = [bundle._encode(s, answer=s["answer"], eos=True) for s in samples]
     f, w = feats.rows(range(3))
     got = _language_loss(bundle, [type(it)(it.ids, it.labels, []) for it in items], f, w)
@@ -233,6 +239,40 @@ def test_fresh_streams_draw_every_sample_once_in_a_seeded_order():
         assert (s["id"], s["prompt"], s["meta"]) == (knob["id"], knob["prompt"], knob["meta"])
 
 
+def test_fresh_batches_made_ahead_by_workers_keep_the_planned_order():
+    import importlib
+
+    stage = importlib.import_module("drake.models.pretrain")
+    bundle = load_model("tiny-llava-qwen", pretrained=False)
+
+    def batches(workers: int) -> list:
+        streams = (stage._FreshStream(3, stage._EASY_START, (0, stage.EASY_OBJECTS)),
+                   stage._FreshStream(3, 0, None))
+        return list(stage._fresh_batches(bundle, streams, [3, 0, 2, 3, 1, 0, 2], 3, workers,
+                                         chunk=2))
+
+    inline = batches(0)
+    # each step: its easy count of easy samples, the rest from the full stream, encoded with
+    # their answers as the pool is
+    assert [len(easy[0]) for easy, _ in inline] == [3, 0, 2, 3, 1, 0, 2]
+    assert all(len(easy[0]) + len(full[0]) == 3 for easy, full in inline)
+    streams = (stage._FreshStream(3, stage._EASY_START, (0, stage.EASY_OBJECTS)),
+               stage._FreshStream(3, 0, None))
+    first = streams[0].take(3)
+    assert [e.ids for e in inline[0][0][0]] == [
+        bundle._encode(s, answer=s["answer"], eos=True).ids for s in first]
+    pixels, words, offsets = inline[0][0][1]
+    assert torch.equal(torch.cat(pixels), bundle._pixel_fn([im for s in first for im in s["images"]]))
+    assert len(words) == offsets[-1] == sum(len(s["images"]) for s in first)
+    # four chunks of two steps over two processes come back the same, in the planned order
+    ahead = batches(2)
+    for made, want in zip(ahead, inline, strict=True):
+        for (enc, (pix, wrd, off)), (enc0, (pix0, wrd0, off0)) in zip(made, want, strict=True):
+            assert [(e.ids, e.labels) for e in enc] == [(e.ids, e.labels) for e in enc0]
+            assert len(pix) == len(pix0) and all(torch.equal(a, b) for a, b in zip(pix, pix0))
+            assert torch.equal(wrd, wrd0) and list(off) == list(off0)
+
+
 def test_fresh_samples_pretrain_is_seeded_and_reports_its_draws(vision_root, tmp_path):
     runs = [pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / k), seed=1,
                      fresh=True, **MICRO) for k in "ab"]
@@ -243,6 +283,14 @@ def test_fresh_samples_pretrain_is_seeded_and_reports_its_draws(vision_root, tmp
     # steps x batch new samples in all, the easy ones among them; --train-size is unused
     assert report["train_samples"] == MICRO["steps"] * MICRO["batch_size"] != MICRO["train_size"]
     assert 0 < report["easy_pool"]["samples"] <= report["train_samples"]
+    # samples made ahead by worker processes: the same samples, so the same bytes
+    ahead = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "w"),
+                     seed=1, fresh=True, sample_workers=2, **{**MICRO, "steps": 5})
+    inline = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "i"),
+                      seed=1, fresh=True, **{**MICRO, "steps": 5})
+    assert (ahead / "model.safetensors").read_bytes() == (inline / "model.safetensors").read_bytes()
+    with pytest.raises(ValueError, match="sample_workers must be an integer >= 0, got -1"):
+        pretrain("tiny-llava-llama", out_dir=vision_root, fresh=True, sample_workers=-1, **MICRO)
     pooled = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "c"),
                       seed=1, **MICRO)
     assert json.loads((pooled / "pretrain_report.json").read_text())["fresh_samples"] is False
