@@ -115,6 +115,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
                                 fresh=args.fresh_samples, sample_workers=args.sample_workers,
+                                checkpoint_every=args.checkpoint_every,
                                 vision_steps=args.vision_steps,
                                 vision_pictures=args.vision_pictures, device=args.device)
     finally:
@@ -124,6 +125,9 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         report = json.loads((folder / REPORT_FILE).read_text())
         line = (f"{name}: {report['steps']} steps in {report['wall_seconds']:.0f}s, "
                 f"final loss {report['final_loss']:.3f}")
+        resumed = [str(part["step"]) for part in report.get("resumed_at", [])]
+        if resumed:
+            line += f" (resumed at step {', '.join(resumed)})"
         if name == VISION_FOLDER:
             seen = report["held_out_accuracy"]
             line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
@@ -223,6 +227,7 @@ def add_cli(subparsers: Any) -> None:
     )
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
+        DEFAULT_CHECKPOINT_EVERY,
         DEFAULT_EVAL_SIZE,
         DEFAULT_LR,
         DEFAULT_STEPS,
@@ -286,6 +291,10 @@ def add_cli(subparsers: Any) -> None:
                    help="with --fresh-samples: processes per model that make the samples a few "
                    "steps ahead (default 0: in the training process; on a GPU, making them costs "
                    "more than the step); the weights do not depend on it")
+    p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
+                   help="language stage: steps between checkpoints (default "
+                   f"{DEFAULT_CHECKPOINT_EVERY}; 0: none); a stopped run resumes from its last "
+                   "one when rerun with the same arguments, to the same bytes")
     p.add_argument("--eval-size", type=int, default=DEFAULT_EVAL_SIZE,
                    help="held-out public questions scored before/after "
                    f"(default {DEFAULT_EVAL_SIZE}; 0 skips)")

@@ -100,6 +100,7 @@ __all__ = [
     "DEFAULT_LR",
     "DEFAULT_TRAIN_SIZE",
     "DEFAULT_EVAL_SIZE",
+    "DEFAULT_CHECKPOINT_EVERY",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_LR = 1e-3
 DEFAULT_TRAIN_SIZE = 40000
 DEFAULT_EVAL_SIZE = 400
+DEFAULT_CHECKPOINT_EVERY = 250
 DEFAULT_VISION_STEPS = 8000
 DEFAULT_VISION_BATCH_SIZE = 32
 DEFAULT_VISION_LR = 2e-3
@@ -289,15 +291,15 @@ def _fresh_chunk(seed: int, objects: tuple[tuple[int, int] | None, None],
 
 
 def _fresh_batches(bundle: ModelBundle, streams: tuple[_FreshStream, _FreshStream],
-                   counts: Sequence[int], batch_size: int, workers: int, chunk: int = 50
-                   ) -> Iterator[tuple[_Prepared, _Prepared]]:
+                   counts: Sequence[int], batch_size: int, workers: int, chunk: int = 50,
+                   start: int = 0) -> Iterator[tuple[_Prepared, _Prepared]]:
     """Each step's (easy, full) fresh samples, ``counts[step]`` of them easy, prepared for
     ``bundle``. The order is planned here, so nothing depends on ``workers``: with 0 the
     samples are made step by step in this process, else by that many processes, a few chunks
     of ``chunk`` steps ahead (making, encoding and reading the pictures costs more than a
-    GPU step)."""
+    GPU step). ``start`` skips the first steps (a resumed run): they are planned, not made."""
     plans = [(streams[0].plan(n) if n else [], streams[1].plan(batch_size - n) if n < batch_size
-              else []) for n in counts]
+              else []) for n in counts][start:]
     seed, objects = streams[0].seed, (streams[0].objects, None)
     if workers == 0:
         for plan in plans:
@@ -665,6 +667,98 @@ def multimodal_inputs(bundle: ModelBundle, items: Sequence[_Encoded], feats: tor
     return batch, embeds, grounding
 
 
+class _Checkpoint:
+    """Stage 2's resumable state, beside the model folder (``.<name>.resume/``):
+    ``state.json`` (the step, the run's arguments, the losses so far, the held-out accuracy
+    before training, the numpy generator) and the safetensors file it names (the trainable
+    weights, AdamW's state, torch's generators). A save writes a new tensor file, then
+    replaces ``state.json`` atomically, then drops the old file: a crash at any point leaves
+    one whole checkpoint."""
+
+    def __init__(self, model_folder: Path, arguments: dict[str, Any]) -> None:
+        self.folder = model_folder.parent / f".{model_folder.name}.resume"
+        self.arguments = arguments
+        #: where the run started, and each resume's step and machine (float kernels differ
+        #: between CPU types, so a run resumed on another one differs from an unbroken run)
+        self.machine = _machine()
+        self.resumed_at: list[dict[str, Any]] = []
+        self.elapsed = 0.0
+
+    def load(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+             rng: np.random.Generator, device: str) -> dict[str, Any] | None:
+        """Restore the last checkpoint into ``model``, ``optimizer``, ``rng`` and torch's
+        generators; its state, or None when there is none."""
+        path = self.folder / "state.json"
+        if not path.is_file():
+            return None
+        fix = f"delete {self.folder} to start over"
+        try:
+            state = json.loads(path.read_text())
+            saved = state["arguments"]
+            tensors = load_file(str(self.folder / state["tensors"]))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: unreadable pretraining checkpoint ({err!r}); {fix}"
+                             ) from err
+        differ = sorted(k for k in set(saved) | set(self.arguments)
+                        if saved.get(k) != self.arguments.get(k))
+        if differ:
+            detail = "; ".join(f"{k} {saved.get(k)!r} there, {self.arguments.get(k)!r} now"
+                               for k in differ)
+            raise ValueError(
+                f"{self.folder} holds the checkpoint of another pretraining run ({detail}); "
+                f"rerun with its arguments to resume it, or {fix}")
+        try:
+            with torch.no_grad():
+                for name, param in model.named_parameters():
+                    if param.requires_grad:
+                        param.copy_(tensors[f"param/{name}"])
+            moments = {int(key.split("/")[1]) for key in tensors if key.startswith("adam/")}
+            optimizer.load_state_dict({
+                "state": {i: {k: tensors[f"adam/{i}/{k}"] for k in ("step", "exp_avg",
+                                                                     "exp_avg_sq")}
+                          for i in sorted(moments)},
+                "param_groups": optimizer.state_dict()["param_groups"]})
+            torch.set_rng_state(tensors["rng/cpu"])
+            if torch.device(device).type == "cuda":
+                torch.cuda.set_rng_state(tensors["rng/cuda"], device)
+            rng.bit_generator.state = state["numpy_rng"]
+        except (KeyError, RuntimeError, ValueError) as err:
+            raise ValueError(f"{self.folder / state['tensors']}: the checkpoint does not fit "
+                             f"this model ({err!r}); {fix}") from err
+        self.machine = state["machine"]
+        self.resumed_at = [*state["resumed_at"], {"step": state["step"], "machine": _machine()}]
+        self.elapsed = float(state["elapsed"])
+        return state
+
+    def save(self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+             rng: np.random.Generator, device: str, *, losses: list[float],
+             before: dict[str, float], elapsed: float) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tensors = {f"param/{name}": param.detach().cpu().contiguous()
+                   for name, param in model.named_parameters() if param.requires_grad}
+        for i, moments in optimizer.state_dict()["state"].items():
+            for key, value in moments.items():
+                tensors[f"adam/{i}/{key}"] = value.detach().cpu().contiguous()
+        tensors["rng/cpu"] = torch.get_rng_state()
+        if torch.device(device).type == "cuda":
+            tensors["rng/cuda"] = torch.cuda.get_rng_state(device)
+        name = f"state-{step}.safetensors"
+        save_file(tensors, str(self.folder / name))
+        state = {"step": step, "arguments": self.arguments, "tensors": name, "losses": losses,
+                 "before": before, "numpy_rng": rng.bit_generator.state,
+                 "machine": self.machine, "resumed_at": self.resumed_at,
+                 "elapsed": self.elapsed + elapsed}
+        staging = self.folder / "state.json.tmp"
+        staging.write_text(json.dumps(state) + "\n")
+        os.replace(staging, self.folder / "state.json")
+        for old in self.folder.glob("state-*.safetensors"):
+            if old.name != name:
+                old.unlink()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def pretrain(
     name: str,
     *,
@@ -680,6 +774,7 @@ def pretrain(
     device: str = "cpu",
     fresh: bool = False,
     sample_workers: int = 0,
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
 
@@ -706,6 +801,11 @@ def pretrain(
         With ``fresh``, processes that generate the samples a few steps ahead (0, the default,
         makes them in this process). Generation costs more than a GPU step; the samples, their
         order and so the weights are the same for any count.
+    checkpoint_every : int
+        Steps between checkpoints (0: none). A run that stops (a crash, a kill, a time limit)
+        resumes from its last checkpoint when called again with the same arguments, to the
+        same bytes as a run that never stopped; the checkpoint sits beside the model folder
+        (``.<name>.resume/``) and is removed when the run completes.
     eval_size : int
         Held-out public questions scored before and after (0 skips scoring).
     progress : callable, optional
@@ -741,30 +841,47 @@ def pretrain(
     if isinstance(sample_workers, bool) or not isinstance(sample_workers, int) \
             or sample_workers < 0:
         raise ValueError(f"sample_workers must be an integer >= 0, got {sample_workers!r}")
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) \
+            or checkpoint_every < 0:
+        raise ValueError(f"checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
     started = time.perf_counter()
     easy, full = ([], []) if fresh else _train_set(seed, train_size)
     streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS)), _FreshStream(seed, 0, None))
     held_out = _eval_set(seed, eval_size)
     tokenizer = build_tokenizer(synth_vocabulary())
     rng = np.random.default_rng([seed, 0x9E3779B9])
+    # with fresh samples nothing else draws from rng, so the counts are drawn up front (and
+    # not again from a resumed run's restored generator)
+    counts = [_easy_count(rng, step, steps, batch_size) for step in range(steps)] if fresh else []
     losses: list[float] = []
+    folder = tiny_folder(info.name, None if out_dir is None else Path(out_dir))
     with _run(threads, seed):
         model = build_tiny_model(info.name, tokenizer, seed=seed)
         vision_path = load_vision(model, out_dir)
         model.to(device)
         model.model.vision_tower.requires_grad_(False)
         bundle = _tiny_bundle(info, model, tokenizer)
-        model.eval()
-        before = evaluate_open(bundle, held_out)
-        pools = [_encoded_pool(bundle, pool) for pool in (easy, full)]
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
+        checkpoint = _Checkpoint(folder, {
+            "model": info.name, "seed": seed, "steps": steps, "batch_size": batch_size, "lr": lr,
+            "train_size": None if fresh else train_size, "eval_size": eval_size, "fresh": fresh,
+            "device": _device_name(device), "vision_sha256": _sha256(vision_path),
+            "torch_threads": torch.get_num_threads(), "versions": _versions()})
+        resumed = checkpoint.load(model, optimizer, rng, device)
+        first = 0 if resumed is None else resumed["step"]
+        model.eval()
+        before = evaluate_open(bundle, held_out) if resumed is None else resumed["before"]
+        if resumed is not None:
+            losses = resumed["losses"]
+            log.info("%s: resuming at step %d of %d from %s", info.name, first, steps,
+                     checkpoint.folder)
+        pools = [_encoded_pool(bundle, pool) for pool in (easy, full)]
         model.train()
         if fresh:
-            # nothing else draws from rng in this mode, so the counts can be drawn up front
-            counts = [_easy_count(rng, step, steps, batch_size) for step in range(steps)]
-            batches = _fresh_batches(bundle, streams, counts, batch_size, sample_workers)
-        for step in range(steps):
+            batches = _fresh_batches(bundle, streams, counts, batch_size, sample_workers,
+                                     start=first)
+        for step in range(first, steps):
             if fresh:
                 n_easy, drawn = counts[step], next(batches)
             else:
@@ -791,6 +908,9 @@ def pretrain(
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             losses.append(float(loss.detach()))
+            if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < steps:
+                checkpoint.save(step + 1, model, optimizer, rng, device, losses=losses,
+                                before=before, elapsed=time.perf_counter() - started)
             if progress is not None:
                 progress(step + 1, steps, losses[-1])
         model.eval()
@@ -798,7 +918,6 @@ def pretrain(
     model.requires_grad_(False)
     model.to("cpu")
 
-    folder = tiny_folder(info.name, None if out_dir is None else Path(out_dir))
     with _staged(folder) as staging:
         with quiet_transformers():
             model.save_pretrained(str(staging))
@@ -820,6 +939,7 @@ def pretrain(
             "train_samples": (streams[0].drawn + streams[1].drawn) if fresh
             else len(easy) + len(full),
             "fresh_samples": fresh,
+            "resumed_at": checkpoint.resumed_at,
             "eval_split": "test",
             "eval_samples": len(held_out),
             "final_loss": float(np.mean(losses[-50:])),
@@ -831,13 +951,14 @@ def pretrain(
             "num_layers": bundle.num_layers,
             "vision_sha256": _sha256(vision_path),
             "weights_sha256": _sha256(staging / WEIGHTS_FILE),
-            "wall_seconds": round(time.perf_counter() - started, 2),
+            "wall_seconds": round(checkpoint.elapsed + time.perf_counter() - started, 2),
             "torch_threads": torch.get_num_threads() if threads is None else threads,
             "device": _device_name(device),
             "versions": _versions(),
-            "machine": _machine(),
+            "machine": checkpoint.machine,
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    checkpoint.remove()
     log.info("pretrained %s in %.1fs: loss %.3f, held-out accuracy %s -> %s", info.name,
              report["wall_seconds"], report["final_loss"], before.get("mean"), after.get("mean"))
     return folder
@@ -847,7 +968,7 @@ def pretrain(
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
-                "device", "fresh", "sample_workers"}
+                "device", "fresh", "sample_workers", "checkpoint_every"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 

@@ -52,6 +52,32 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     assert "yes (pretrained in the cache)" in capsys.readouterr().out
 
 
+def test_models_pretrain_resumes_a_stopped_run(capsys, tmp_path):
+    """A run stopped after its checkpoint at step 2: the same command resumes it there."""
+    from drake.models.pretrain import pretrain, pretrain_vision
+
+    pretrain_vision(out_dir=tmp_path, seed=0, steps=2, batch_size=2, pictures=4,
+                    eval_pictures=4)
+
+    def stop(step: int, steps: int, loss: float) -> None:
+        if step == 3:
+            raise KeyboardInterrupt
+
+    budget = {"steps": 4, "batch_size": 2, "train_size": 8, "eval_size": 3}
+    with pytest.raises(KeyboardInterrupt):
+        pretrain("tiny-llava-qwen", out_dir=tmp_path, checkpoint_every=2, progress=stop, **budget)
+    args = _parser().parse_args([
+        "models", "pretrain", "--model", "tiny-llava-qwen", "--reuse-vision", "--steps", "4",
+        "--batch-size", "2", "--train-size", "8", "--eval-size", "3", "--checkpoint-every", "2",
+        "--cache-dir", str(tmp_path)])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "tiny-llava-qwen: 4 steps in" in out and "(resumed at step 2)" in out
+    report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
+    assert [part["step"] for part in report["resumed_at"]] == [2]
+    assert not (tmp_path / ".tiny-llava-qwen.resume").exists()
+
+
 def test_models_pretrain_names_a_missing_device(tmp_path, monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     args = _parser().parse_args(["models", "pretrain", "--model", "tiny-llava-qwen",

@@ -296,3 +296,58 @@ def test_fresh_samples_pretrain_is_seeded_and_reports_its_draws(vision_root, tmp
     assert json.loads((pooled / "pretrain_report.json").read_text())["fresh_samples"] is False
     assert (pooled / "model.safetensors").read_bytes() != (runs[0] / "model.safetensors"
                                                            ).read_bytes()
+
+
+class _Crash(Exception):
+    pass
+
+
+def _crash_at(step: int):
+    def progress(done: int, total: int, loss: float) -> None:
+        if done == step:
+            raise _Crash(f"killed after step {done}")
+    return progress
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["pooled", "fresh"])
+def test_a_stopped_pretraining_resumes_to_the_same_bytes(vision_root, tmp_path, fresh):
+    """Killed after step 5 of 6 (its last checkpoint at step 4), the run resumes there when
+    called again and ends with the bytes, losses and accuracy of a run that never stopped."""
+    budget = {**MICRO, "steps": 6, "fresh": fresh, "checkpoint_every": 2}
+    whole = pretrain("tiny-llava-qwen", out_dir=_with_vision(vision_root, tmp_path / "w"), seed=1,
+                     **budget)
+    root = _with_vision(vision_root, tmp_path / "r")
+    with pytest.raises(_Crash):
+        pretrain("tiny-llava-qwen", out_dir=root, seed=1, progress=_crash_at(5), **budget)
+    resume = root / ".tiny-llava-qwen.resume"
+    state = json.loads((resume / "state.json").read_text())
+    assert state["step"] == 4 and len(state["losses"]) == 4
+    assert [p.name for p in resume.glob("*.safetensors")] == ["state-4.safetensors"]
+    seen = []
+    again = pretrain("tiny-llava-qwen", out_dir=root, seed=1,
+                     progress=lambda s, t, v: seen.append(s), **budget)
+    assert seen == [5, 6]  # the first four steps are not run again
+    assert (again / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+    got, want = (json.loads((f / "pretrain_report.json").read_text()) for f in (again, whole))
+    assert [r["step"] for r in got.pop("resumed_at")] == [4] and want.pop("resumed_at") == []
+    for report in (got, want):
+        report.pop("wall_seconds")
+    assert got == want
+    assert not resume.exists()  # a finished run leaves no checkpoint
+
+
+def test_a_checkpoint_of_other_arguments_is_refused(vision_root, tmp_path):
+    root = _with_vision(vision_root, tmp_path)
+    budget = {**MICRO, "steps": 4, "checkpoint_every": 2}
+    with pytest.raises(_Crash):
+        pretrain("tiny-llava-llama", out_dir=root, seed=1, progress=_crash_at(3), **budget)
+    folder = root / ".tiny-llava-llama.resume"
+    with pytest.raises(ValueError, match=r"another pretraining run \(lr 0\.001 there, 0\.002 now\)"
+                       r".*rerun with its arguments.*delete .*tiny-llava-llama\.resume"):
+        pretrain("tiny-llava-llama", out_dir=root, seed=1, lr=2e-3, **budget)
+    (folder / "state.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"state\.json: unreadable pretraining checkpoint.*"
+                                         r"delete .* to start over"):
+        pretrain("tiny-llava-llama", out_dir=root, seed=1, **budget)
+    with pytest.raises(ValueError, match="checkpoint_every must be an integer >= 0, got -1"):
+        pretrain("tiny-llava-llama", out_dir=root, seed=1, **{**budget, "checkpoint_every": -1})
