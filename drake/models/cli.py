@@ -71,6 +71,21 @@ def _lora_column(info: ModelInfo) -> str:
     return f"{info.lora_defaults['r']}/{info.lora_defaults['alpha']:.3g}"
 
 
+def _advance(bar: Any, name: str, step: int, loss: float) -> None:
+    """Move a pretraining progress ``bar`` to ``step``. Where tqdm turned it off (stderr is not
+    a terminal, as in a log file), write a plain line each time a twentieth of the run is done
+    instead, so a long run's log still shows where it is."""
+    if not bar.disable:
+        bar.update(step - bar.n)
+        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        return
+    total = bar.total or step
+    if step * 20 // total > bar.n * 20 // total or step == total:
+        sys.stderr.write(f"{name}: step {step}/{total}, loss {loss:.3f}\n")
+        sys.stderr.flush()
+    bar.n = step
+
+
 def cmd_models_pretrain(args: argparse.Namespace) -> int:
     """Pretrain the shared vision tower, then one tiny model or both (in parallel), and print
     each one's held-out public accuracy."""
@@ -105,9 +120,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             for i, (name, total) in enumerate(totals.items())}
 
     def update(name: str, step: int, total: int, loss: float) -> None:
-        bar = bars[name]
-        bar.update(step - bar.n)
-        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        _advance(bars[name], name, step, loss)
 
     try:
         folders = pretrain_many(names, workers=args.workers, progress=update, out_dir=root,
@@ -157,8 +170,7 @@ def _pretrain_tap(args: argparse.Namespace, root: Path | None, name: str) -> Non
                disable=None)
 
     def update(step: int, total: int, loss: float) -> None:
-        bar.update(step - bar.n)
-        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        _advance(bar, name, step, loss)
 
     try:
         folder = pretrain_tap(name, out_dir=root, seed=args.seed, steps=args.tap_steps,
@@ -189,8 +201,7 @@ def _pretrain_clip(args: argparse.Namespace, root: Path | None) -> int:
                unit="step", file=sys.stderr, disable=None)
 
     def update(step: int, total: int, loss: float) -> None:
-        bar.update(step - bar.n)
-        bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        _advance(bar, CLIP_FOLDER, step, loss)
 
     try:
         folder = pretrain_clip(out_dir=root, seed=args.seed, steps=args.clip_steps,

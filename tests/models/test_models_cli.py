@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -71,8 +72,11 @@ def test_models_pretrain_resumes_a_stopped_run(capsys, tmp_path):
         "--batch-size", "2", "--train-size", "8", "--eval-size", "3", "--checkpoint-every", "2",
         "--cache-dir", str(tmp_path)])
     assert args.func(args) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "tiny-llava-qwen: 4 steps in" in out and "(resumed at step 2)" in out
+    # stderr is no terminal here, so progress comes as plain lines, from the resumed step on
+    steps = re.findall(r"tiny-llava-qwen: step (\d+)/4, loss \d+\.\d{3}", err)
+    assert steps == ["3", "4"]
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert [part["step"] for part in report["resumed_at"]] == [2]
     assert not (tmp_path / ".tiny-llava-qwen.resume").exists()
