@@ -131,8 +131,8 @@ def _pool(bundle: Any, samples: Sequence[dict[str, Any]]) -> _Pool:
         early.append(IGNORE_INDEX if word is None else answer_token(bundle, s, word))
         gold.append(option_positions(bundle, s, enc.ids)[gold_index(s)]
                     if _format(s) in ("letter", "id") else -1)
-    return _Pool(encoded, pretrain._Features(bundle, pretrain._picture_inputs(bundle, samples)), torch.tensor(early),
-                 torch.tensor(gold))
+    features = pretrain._Features(bundle, pretrain._picture_inputs(bundle, samples))
+    return _Pool(encoded, features, torch.tensor(early), torch.tensor(gold))
 
 
 def losses(bundle: Any, items: Sequence[_Encoded], feats: torch.Tensor, words: torch.Tensor,

@@ -381,7 +381,7 @@ def _run(threads: int | None, seed: int) -> Iterator[None]:
 
 def _check_budget(**values: Any) -> None:
     for label, value in values.items():
-        low = 0 if label in ("eval_size", "seed") else 1
+        low = 0 if label in ("eval_size", "seed", "sample_workers", "checkpoint_every") else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
 
@@ -833,17 +833,12 @@ def pretrain(
             f"({', '.join(TINY_MODELS)})"
         )
     _check_budget(steps=steps, batch_size=batch_size, train_size=train_size,
-                  eval_size=eval_size, seed=seed)
+                  eval_size=eval_size, seed=seed, sample_workers=sample_workers,
+                  checkpoint_every=checkpoint_every)
     _check_threads(threads)
     _check_device(device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
-    if isinstance(sample_workers, bool) or not isinstance(sample_workers, int) \
-            or sample_workers < 0:
-        raise ValueError(f"sample_workers must be an integer >= 0, got {sample_workers!r}")
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) \
-            or checkpoint_every < 0:
-        raise ValueError(f"checkpoint_every must be an integer >= 0, got {checkpoint_every!r}")
     started = time.perf_counter()
     easy, full = ([], []) if fresh else _train_set(seed, train_size)
     streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS)), _FreshStream(seed, 0, None))
