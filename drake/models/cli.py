@@ -303,7 +303,7 @@ def add_cli(subparsers: Any) -> None:
                    "steps ahead (default 0: in the training process; on a GPU, making them costs "
                    "more than the step); the weights do not depend on it")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
-                   help="language stage: steps between checkpoints (default "
+                   help="both stages: steps between checkpoints (default "
                    f"{DEFAULT_CHECKPOINT_EVERY}; 0: none); a stopped run resumes from its last "
                    "one when rerun with the same arguments, to the same bytes")
     p.add_argument("--eval-size", type=int, default=DEFAULT_EVAL_SIZE,

@@ -489,15 +489,17 @@ def pretrain_vision(
     progress: Progress | None = None,
     threads: int | None = 1,
     device: str = "cpu",
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
 ) -> Path:
     """Stage 1: train the shared Swin tower on the public split's scene targets.
 
     Returns the folder holding ``vision.safetensors`` (the tower's state dict, as
     ``LlavaForConditionalGeneration.model.vision_tower`` names it) and ``pretrain_report.json``
-    (held-out accuracy per target). ``device`` is where it trains (see :func:`pretrain`).
+    (held-out accuracy per target). ``device`` is where it trains and ``checkpoint_every`` how
+    often it saves a checkpoint to resume from (``.tiny-vision.resume/``; see :func:`pretrain`).
     """
     _check_budget(steps=steps, seed=seed, batch_size=batch_size, pictures=pictures,
-                  eval_pictures=eval_pictures)
+                  eval_pictures=eval_pictures, checkpoint_every=checkpoint_every)
     _check_threads(threads)
     _check_device(device)
     if not lr > 0:
@@ -518,19 +520,31 @@ def pretrain_vision(
               stack_targets([scene_targets(s) for s in held[1]]).items()}
     rng = np.random.default_rng([seed, 0x5157])
     losses: list[float] = []
+    folder = vision_folder(out_dir)
     with _run(threads, seed):
         tower = SwinModel(vision_config(), add_pooling_layer=False)
         heads = VisionHeads(tower.config.hidden_size)
         tower.to(device)
         heads.to(device)
-        params = [*tower.parameters(), *heads.parameters()]
+        trained = torch.nn.ModuleDict({"tower": tower, "heads": heads})
+        params = list(trained.parameters())
         optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.05)
+        checkpoint = _Checkpoint(folder, {
+            "stage": "vision", "seed": seed, "steps": steps, "batch_size": batch_size, "lr": lr,
+            "pictures": pictures, "eval_pictures": eval_pictures, "device": _device_name(device),
+            "torch_threads": torch.get_num_threads(), "versions": _versions()})
+        resumed = checkpoint.load(trained, optimizer, rng, device)
+        first = 0 if resumed is None else resumed["step"]
+        if resumed is not None:
+            losses = resumed["losses"]
+            log.info("%s: resuming at step %d of %d from %s", VISION_FOLDER, first, steps,
+                     checkpoint.folder)
 
         def features(x: torch.Tensor) -> torch.Tensor:
             return tower_features(tower, normalise(x.to(device)))
 
         tower.train()
-        for step in range(steps):
+        for step in range(first, steps):
             rows = torch.from_numpy(_draw(rng, len(x_train), batch_size))
             for group in optimizer.param_groups:
                 group["lr"] = _lr_at(step, steps, lr, warm=200, floor=0.05)
@@ -541,13 +555,15 @@ def pretrain_vision(
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             losses.append(float(loss.detach()))
+            if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < steps:
+                checkpoint.save(step + 1, trained, optimizer, rng, device, losses=losses,
+                                before={}, elapsed=time.perf_counter() - started)
             if progress is not None:
                 progress(step + 1, steps, losses[-1])
         tower.eval()
         with torch.no_grad():
             feats = torch.cat([features(x_held[i:i + 256]) for i in range(0, len(x_held), 256)])
             _, accuracy = heads.loss(feats, y_held)
-    folder = vision_folder(out_dir)
     with _staged(folder) as staging:
         state = {k: v.detach().cpu().contiguous() for k, v in tower.state_dict().items()}
         save_file(state, str(staging / VISION_FILE), metadata={"format": "pt"})
@@ -558,12 +574,14 @@ def pretrain_vision(
             "final_loss": float(np.mean(losses[-50:])),
             "loss_curve": [round(v, 4) for v in losses[:: max(1, steps // 50)]],
             "weights_sha256": _sha256(staging / VISION_FILE),
-            "wall_seconds": round(time.perf_counter() - started, 2),
+            "resumed_at": checkpoint.resumed_at,
+            "wall_seconds": round(checkpoint.elapsed + time.perf_counter() - started, 2),
             "device": _device_name(device),
             "versions": _versions(),
-            "machine": _machine(),
+            "machine": checkpoint.machine,
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    checkpoint.remove()
     log.info("pretrained the vision tower in %.0fs: %s", report["wall_seconds"],
              report["held_out_accuracy"])
     return folder
@@ -668,9 +686,9 @@ def multimodal_inputs(bundle: ModelBundle, items: Sequence[_Encoded], feats: tor
 
 
 class _Checkpoint:
-    """Stage 2's resumable state, beside the model folder (``.<name>.resume/``):
-    ``state.json`` (the step, the run's arguments, the losses so far, the held-out accuracy
-    before training, the numpy generator) and the safetensors file it names (the trainable
+    """A stage's resumable state, beside the model folder (``.<name>.resume/``):
+    ``state.json`` (the step, the run's arguments, the losses so far, stage 2's held-out
+    accuracy before training, the numpy generator) and the safetensors file it names (the trainable
     weights, AdamW's state, torch's generators). A save writes a new tensor file, then
     replaces ``state.json`` atomically, then drops the old file: a crash at any point leaves
     one whole checkpoint."""
@@ -1023,7 +1041,7 @@ def pretrain_many(
     if vision:
         stage1 = {_VISION_ARGS[k]: v for k, v in kwargs.items() if k in _VISION_ARGS
                   and v is not None}
-        for shared in ("out_dir", "seed", "device"):
+        for shared in ("out_dir", "seed", "device", "checkpoint_every"):
             if shared in stage2:
                 stage1[shared] = stage2[shared]
         results[VISION_FOLDER] = pretrain_vision(

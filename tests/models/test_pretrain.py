@@ -336,6 +336,37 @@ def test_a_stopped_pretraining_resumes_to_the_same_bytes(vision_root, tmp_path, 
     assert not resume.exists()  # a finished run leaves no checkpoint
 
 
+def test_a_stopped_vision_stage_resumes_to_the_same_bytes(vision_root, tmp_path):
+    """Stage 1 checkpoints too: killed after step 3 of 4 (checkpoint at step 2), it resumes
+    there and writes the tower of the unbroken run (``vision_root``'s, the same arguments)."""
+    with pytest.raises(_Crash):
+        pretrain_vision(out_dir=tmp_path, seed=1, progress=_crash_at(3), checkpoint_every=2,
+                        **{**VISION, "steps": 4})
+    state = json.loads((tmp_path / ".tiny-vision.resume" / "state.json").read_text())
+    assert state["step"] == 2 and state["arguments"]["stage"] == "vision"
+    whole = pretrain_vision(out_dir=tmp_path / "w", seed=1, checkpoint_every=2,
+                            **{**VISION, "steps": 4})
+    seen = []
+    again = pretrain_vision(out_dir=tmp_path, seed=1, checkpoint_every=2,
+                            progress=lambda s, t, v: seen.append(s), **{**VISION, "steps": 4})
+    assert seen == [3, 4]
+    assert ((again / "vision.safetensors").read_bytes()
+            == (whole / "vision.safetensors").read_bytes())
+    got, want = (json.loads((f / "pretrain_report.json").read_text()) for f in (again, whole))
+    assert [r["step"] for r in got.pop("resumed_at")] == [2] and want.pop("resumed_at") == []
+    for report in (got, want):
+        report.pop("wall_seconds")
+    assert got == want
+    assert not (tmp_path / ".tiny-vision.resume").exists()
+    # another budget does not resume that checkpoint: it is refused, naming the difference
+    with pytest.raises(_Crash):
+        pretrain_vision(out_dir=tmp_path / "x", seed=1, progress=_crash_at(3),
+                        checkpoint_every=2, **{**VISION, "steps": 4})
+    with pytest.raises(ValueError, match=r"another pretraining run \(steps 4 there, 5 now\)"):
+        pretrain_vision(out_dir=tmp_path / "x", seed=1, checkpoint_every=2,
+                        **{**VISION, "steps": 5})
+
+
 def test_a_checkpoint_of_other_arguments_is_refused(vision_root, tmp_path):
     root = _with_vision(vision_root, tmp_path)
     budget = {**MICRO, "steps": 4, "checkpoint_every": 2}
