@@ -41,6 +41,8 @@ import numpy as np
 import torch
 from lora_probe import accuracy, lora_bundle, open_scores, train
 
+from drake.workers import exit_with_parent
+
 LOOKUP_PROBE = "probe-colour-lookup"
 """Not a drake-synth task: public pictures of one to four shapes (distinct shapes and colours)
 asked "Is the <shape> <colour>?" (Yes/No), the gold colour or another one with equal odds. It
@@ -241,7 +243,8 @@ def main() -> None:
     if args.json and (set(PROBES) & set(tasks) or args.full or args.train_vision):
         raise SystemExit("--json records the calibration setup only: drop the probe, --full and "
                          "--train-vision")
-    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn"),
+                             initializer=exit_with_parent) as pool:
         futures = {t: pool.submit(measure, t, args) for t in tasks}
         table = {}
         for task, future in futures.items():

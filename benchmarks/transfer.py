@@ -32,6 +32,8 @@ import numpy as np
 import torch
 from lora_probe import accuracy, lora_bundle, train
 
+from drake.workers import exit_with_parent
+
 
 def _samples(tasks, split: str, count: int, seed: int) -> list[dict]:
     from drake.synth.catalog import generate_sample
@@ -89,7 +91,8 @@ def main() -> None:
 
     clients = args.clients if args.clients is not None else list(
         range(len(get_benchmark("drake-synth").clients)))
-    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn"),
+                             initializer=exit_with_parent) as pool:
         rows = [f.result() for f in [pool.submit(measure, c, args) for c in clients]]
     print(f"{'client':<7}{'test':>6}{'chance':>8}{'(a) none':>10}{'(b) own':>9}"
           f"{'(c) others':>12}{'c - a':>8}")

@@ -265,6 +265,9 @@ def _init_sample_worker(name: str) -> None:
     """A sample worker encodes with a bundle of its own: the same tokenizer and picture
     transform as the training one (its random weights are never used)."""
     global _worker_bundle
+    from drake.workers import exit_with_parent
+
+    exit_with_parent()  # a killed run takes its sample workers with it
     torch.set_num_threads(1)
     tokenizer = build_tokenizer(synth_vocabulary())
     _worker_bundle = _tiny_bundle(get_info(name), build_tiny_model(name, tokenizer, seed=0),
