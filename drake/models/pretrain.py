@@ -540,8 +540,6 @@ def pretrain_vision(
         first = 0 if resumed is None else resumed["step"]
         if resumed is not None:
             losses = resumed["losses"]
-            log.info("%s: resuming at step %d of %d from %s", VISION_FOLDER, first, steps,
-                     checkpoint.folder)
 
         def features(x: torch.Tensor) -> torch.Tensor:
             return tower_features(tower, normalise(x.to(device)))
@@ -558,7 +556,7 @@ def pretrain_vision(
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             losses.append(float(loss.detach()))
-            if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < steps:
+            if checkpoint.due(step + 1, checkpoint_every):
                 checkpoint.save(step + 1, trained, optimizer, rng, device, losses=losses,
                                 before={}, elapsed=time.perf_counter() - started)
             if progress is not None:
@@ -697,7 +695,8 @@ class _Checkpoint:
     one whole checkpoint."""
 
     def __init__(self, model_folder: Path, arguments: dict[str, Any]) -> None:
-        self.folder = model_folder.parent / f".{model_folder.name}.resume"
+        self.name = model_folder.name
+        self.folder = model_folder.parent / f".{self.name}.resume"
         self.arguments = arguments
         #: where the run started, and each resume's step and machine (float kernels differ
         #: between CPU types, so a run resumed on another one differs from an unbroken run)
@@ -749,7 +748,14 @@ class _Checkpoint:
         self.machine = state["machine"]
         self.resumed_at = [*state["resumed_at"], {"step": state["step"], "machine": _machine()}]
         self.elapsed = float(state["elapsed"])
+        log.info("%s: resuming at step %d of %d from %s", self.name,
+                 state["step"], self.arguments["steps"], self.folder)
         return state
+
+    def due(self, done: int, every: int) -> bool:
+        """Whether to save after step ``done``: every ``every`` steps (0: never), not after
+        the last one (the finished run is saved instead)."""
+        return bool(every) and done % every == 0 and done < self.arguments["steps"]
 
     def save(self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
              rng: np.random.Generator, device: str, *, losses: list[float],
@@ -890,8 +896,6 @@ def pretrain(
         before = evaluate_open(bundle, held_out) if resumed is None else resumed["before"]
         if resumed is not None:
             losses = resumed["losses"]
-            log.info("%s: resuming at step %d of %d from %s", info.name, first, steps,
-                     checkpoint.folder)
         pools = [_encoded_pool(bundle, pool) for pool in (easy, full)]
         model.train()
         if fresh:
@@ -924,7 +928,7 @@ def pretrain(
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             losses.append(float(loss.detach()))
-            if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < steps:
+            if checkpoint.due(step + 1, checkpoint_every):
                 checkpoint.save(step + 1, model, optimizer, rng, device, losses=losses,
                                 before=before, elapsed=time.perf_counter() - started)
             if progress is not None:
