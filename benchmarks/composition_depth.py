@@ -12,12 +12,12 @@ every time (nothing can be learnt by heart), and scores held-out questions of ea
 * ``two-hop``: facts, the colour question over lettered colours; answer the letter (the
   composition, as probe-text-two-hop in learnability.py).
 
-Training draws the three kinds with equal odds (``--mix all``) or two-hop only
-(``--mix two-hop``). Each depth in ``--depths`` trains with the same seed, data and budget;
+Training draws the three kinds with equal odds (``--mix all``) or those named
+(``--mix two-hop``, ``--mix lookup copy``). Each depth in ``--depths`` trains with the same seed, data and budget;
 the script prints one row per depth and scoring point, and ``--json`` writes them.
 
     python benchmarks/composition_depth.py [--depths 2 3 4 6] [--steps 4000] [--every 1000]
-        [--hidden 128] [--heads 4] [--kv-heads 2] [--batch 64] [--lr 1e-3] [--mix all]
+        [--hidden 128] [--heads 4] [--kv-heads 2] [--batch 64] [--lr 1e-3] [--mix all | KIND...]
         [--facts words] [--jobs 2] [--json FILE]
 """
 
@@ -130,7 +130,7 @@ def run(depth: int, args: argparse.Namespace) -> list[dict]:
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: min(1.0, (s + 1) / 200))
     rng = np.random.default_rng([args.seed, 0])
-    kinds = list(KINDS) if args.mix == "all" else ["two-hop"]
+    kinds = list(KINDS) if args.mix == ["all"] else args.mix
     rows, start, losses = [], time.perf_counter(), []
     for step in range(1, args.steps + 1):
         ids, answers = batch([kinds[int(i)] for i in rng.integers(len(kinds), size=args.batch)],
@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--facts", choices=("words", "bound"), default="words")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--mix", choices=("all", "two-hop"), default="all")
+    parser.add_argument("--mix", nargs="+", choices=("all", *KINDS), default=["all"],
+                        help="the kinds training draws, with equal odds (all: the three)")
     parser.add_argument("--test", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
