@@ -1,4 +1,4 @@
-"""How deep must a language model be to compose a look-up with an option label? From scratch, in text.
+"""A look-up composed with an option's label: tiny language models trained from scratch, in text.
 
 The lettered drake-synth tasks need two hops: find the answer (the look-up), then give the
 label of the option that says it. The shipped tiny models find answers but not their labels
@@ -12,8 +12,8 @@ every time (nothing can be learnt by heart), and scores held-out questions of ea
 * ``two-hop``: facts, the colour question over lettered colours; answer the letter (the
   composition, as probe-text-two-hop in learnability.py).
 
-Training draws the three kinds with equal odds (``--mix all``) or those named
-(``--mix two-hop``, ``--mix lookup copy``). Each depth in ``--depths`` trains with the same seed, data and budget;
+Training draws the three kinds with equal odds (``--mix all``) or those named (``--mix two-hop``,
+``--mix lookup copy``). Each depth in ``--depths`` trains with the same seed, data and budget;
 the script prints one row per depth and scoring point, and ``--json`` writes them.
 
     python benchmarks/composition_depth.py [--depths 2 3 4 6] [--steps 4000] [--every 1000]
@@ -58,11 +58,13 @@ def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[l
     asked = int(rng.integers(k))
     gold = colours[asked]
     if facts == "bound":
-        facts = ["picture", ":", *(f"{s}/{c}" for s, c in zip(shapes, colours)), "."]
+        stated = ["picture", ":", *(f"{s}/{c}" for s, c in zip(shapes, colours)), "."]
+    elif facts == "words":
+        stated = [w for s, c in zip(shapes, colours) for w in ("the", s, "is", c, ".")]
     else:
-        facts = [w for s, c in zip(shapes, colours) for w in ("the", s, "is", c, ".")]
+        raise ValueError(f"unknown facts {facts!r}; use 'words' or 'bound'")
     if kind == "lookup":
-        return [*facts, "question", ":", "what", "colour", "is", "the", shapes[asked], "?",
+        return [*stated, "question", ":", "what", "colour", "is", "the", shapes[asked], "?",
                 "answer", ":"], gold
     others = [str(c) for c in rng.choice([c for c in COLOURS if c != gold],
                                          int(rng.integers(1, 4)), replace=False)]
@@ -75,7 +77,7 @@ def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[l
     if kind == "copy":
         return ["question", ":", "which", "option", "is", gold, "?", *lines, "answer", ":"], letter
     if kind == "two-hop":
-        return [*facts, "question", ":", "what", "colour", "is", "the", shapes[asked], "?",
+        return [*stated, "question", ":", "what", "colour", "is", "the", shapes[asked], "?",
                 *lines, "answer", ":"], letter
     raise ValueError(f"unknown kind {kind!r}; use one of {KINDS}")
 
@@ -97,7 +99,8 @@ def build_model(depth: int, hidden: int, heads: int, seed: int, kv_heads: int | 
 
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(WORDS), hidden_size=hidden, num_hidden_layers=depth,
-                         num_attention_heads=heads, num_key_value_heads=kv_heads or max(1, heads // 2),
+                         num_attention_heads=heads,
+                         num_key_value_heads=kv_heads or max(1, heads // 2),
                          intermediate_size=3 * hidden, max_position_embeddings=128,
                          pad_token_id=0, tie_word_embeddings=True)
     return LlamaForCausalLM(config)

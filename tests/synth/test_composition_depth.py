@@ -52,6 +52,8 @@ def test_every_kind_has_the_gold_it_claims(depth, facts) -> None:
             seen[kind].add(answer)
     assert seen["lookup"] == set(depth.COLOURS)
     assert seen["copy"] == seen["two-hop"] == {f"_{letter}" for letter in depth.LETTERS}
+    with pytest.raises(ValueError, match="unknown facts 'prose'"):
+        depth.sample(kind, rng, "prose")
 
 
 def test_batches_are_left_padded_and_reproducible(depth) -> None:
