@@ -10,15 +10,27 @@ every time (nothing can be learnt by heart), and scores held-out questions of ea
 * ``lookup``: facts ("the star is red ."), then "what colour is the <shape> ?"; answer the colour;
 * ``copy``: "which option is <colour> ?" over lettered colours; answer the letter;
 * ``two-hop``: facts, the colour question over lettered colours; answer the letter (the
-  composition, as probe-text-two-hop in learnability.py).
+  composition, as probe-text-two-hop in learnability.py);
+* and, for ``--lora-kind``, the same three the other way round: ``reverse-lookup`` ("which is
+  <colour> ?", answer the shape), ``shape-copy`` ("which option is <shape> ?" over lettered
+  shapes) and ``reverse`` (their composition: "which is <colour> ?" over lettered shapes).
 
 Training draws the three kinds with equal odds (``--mix all``) or those named (``--mix two-hop``,
 ``--mix lookup copy``). Each depth in ``--depths`` trains with the same seed, data and budget;
 the script prints one row per depth and scoring point, and ``--json`` writes them.
 
+``--lora-kind reverse`` then asks what a client task's LoRA can add to such a model: a LoRA of
+the zoo's defaults (rank 8, alpha 16, every linear map) trains on that kind alone for
+``--lora-steps`` steps of ``--lora-batch`` (the calibration's 240 of 8 by default), and a last
+row per depth scores every kind after it. Pretraining with the colour composition
+(``--mix lookup copy two-hop reverse-lookup shape-copy``) against without it
+(``--mix lookup copy reverse-lookup shape-copy``) tells whether a composition learnt on one
+family carries over to another through a task's LoRA.
+
     python benchmarks/composition_depth.py [--depths 2 3 4 6] [--steps 4000] [--every 1000]
         [--hidden 128] [--heads 4] [--kv-heads 2] [--batch 64] [--lr 1e-3] [--mix all | KIND...]
-        [--facts words] [--jobs 2] [--json FILE]
+        [--facts words] [--lora-kind reverse [--lora-steps 240] [--lora-batch 8]
+        [--lora-lr 2e-3]] [--jobs 2] [--json FILE]
 """
 
 from __future__ import annotations
@@ -38,6 +50,9 @@ SHAPES = ("circle", "square", "triangle", "star", "cross", "diamond", "heart", "
 COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white", "black")
 LETTERS = ("A", "B", "C", "D")
 KINDS = ("lookup", "copy", "two-hop")
+#: The same three asked the other way round (the shape of a colour), for ``--lora-kind``.
+REVERSE_KINDS = ("reverse-lookup", "shape-copy", "reverse")
+ALL_KINDS = KINDS + REVERSE_KINDS
 WORDS = ("<pad>", "the", "is", ".", "?", ":", "what", "colour", "which", "option", "question",
          "answer", "picture", *SHAPES, *COLOURS, *LETTERS, *(f"_{letter}" for letter in LETTERS),
          *(f"{shape}/{colour}" for shape in SHAPES for colour in COLOURS))
@@ -63,10 +78,13 @@ def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[l
         stated = [w for s, c in zip(shapes, colours) for w in ("the", s, "is", c, ".")]
     else:
         raise ValueError(f"unknown facts {facts!r}; use 'words' or 'bound'")
-    if kind == "lookup":
-        return [*stated, "question", ":", "what", "colour", "is", "the", shapes[asked], "?",
-                "answer", ":"], gold
-    others = [str(c) for c in rng.choice([c for c in COLOURS if c != gold],
+    if kind in REVERSE_KINDS:  # asked by colour, answered by shape
+        gold, pool, question = shapes[asked], SHAPES, ["which", "is", colours[asked], "?"]
+    else:
+        pool, question = COLOURS, ["what", "colour", "is", "the", shapes[asked], "?"]
+    if kind in ("lookup", "reverse-lookup"):
+        return [*stated, "question", ":", *question, "answer", ":"], gold
+    others = [str(c) for c in rng.choice([c for c in pool if c != gold],
                                          int(rng.integers(1, 4)), replace=False)]
     options = [gold, *others]
     rng.shuffle(options)
@@ -74,12 +92,11 @@ def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[l
     # The zoo's tokenizer spells an answer's letter ("ASSISTANT: B", after a space) with another
     # token than the option line's ("\nB. red"), so the answer is the label's twin, "_B".
     letter = "_" + LETTERS[options.index(gold)]
-    if kind == "copy":
+    if kind in ("copy", "shape-copy"):
         return ["question", ":", "which", "option", "is", gold, "?", *lines, "answer", ":"], letter
-    if kind == "two-hop":
-        return [*stated, "question", ":", "what", "colour", "is", "the", shapes[asked], "?",
-                *lines, "answer", ":"], letter
-    raise ValueError(f"unknown kind {kind!r}; use one of {KINDS}")
+    if kind in ("two-hop", "reverse"):
+        return [*stated, "question", ":", *question, *lines, "answer", ":"], letter
+    raise ValueError(f"unknown kind {kind!r}; use one of {ALL_KINDS}")
 
 
 def batch(kinds: list[str], rng: np.random.Generator,
@@ -115,7 +132,7 @@ def last_logits(model, ids: torch.Tensor) -> torch.Tensor:
 
 def score(model, kind: str, count: int, seed: int, facts: str = "words") -> float:
     """Held-out accuracy (%) on ``count`` questions of ``kind`` (their own generator)."""
-    rng = np.random.default_rng([seed, 1, KINDS.index(kind)])
+    rng = np.random.default_rng([seed, 1, ALL_KINDS.index(kind)])
     right = 0
     model.eval()
     with torch.no_grad():
@@ -126,32 +143,57 @@ def score(model, kind: str, count: int, seed: int, facts: str = "words") -> floa
     return 100.0 * right / count
 
 
-def run(depth: int, args: argparse.Namespace) -> list[dict]:
-    torch.set_num_threads(1)
-    model = build_model(depth, args.hidden, args.heads, args.seed, args.kv_heads)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min(1.0, (s + 1) / 200))
-    rng = np.random.default_rng([args.seed, 0])
-    kinds = list(KINDS) if args.mix == ["all"] else args.mix
+def scored_kinds(args: argparse.Namespace) -> tuple[str, ...]:
+    """The kinds each row scores: the three, and the reverse ones where training asks them."""
+    asked = set(args.mix) | {args.lora_kind}
+    return ALL_KINDS if asked & set(REVERSE_KINDS) else KINDS
+
+
+def train(model, kinds: list[str], steps: int, batch_size: int, lr: float,
+          rng: np.random.Generator, args: argparse.Namespace, row: dict) -> list[dict]:
+    """``steps`` AdamW steps on the trainable weights (warm-up over 200, clipped at 1), a fresh
+    batch of ``kinds`` at each; every ``args.every`` steps and at the end a row of ``row``'s
+    fields, the mean loss since the last and each scored kind's held-out accuracy."""
+    weights = [p for p in model.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW(weights, lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 200))
     rows, start, losses = [], time.perf_counter(), []
-    for step in range(1, args.steps + 1):
-        ids, answers = batch([kinds[int(i)] for i in rng.integers(len(kinds), size=args.batch)],
+    for step in range(1, steps + 1):
+        ids, answers = batch([kinds[int(i)] for i in rng.integers(len(kinds), size=batch_size)],
                              rng, args.facts)
         loss = torch.nn.functional.cross_entropy(last_logits(model, ids), answers)
         optimiser.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(weights, 1.0)
         optimiser.step()
         schedule.step()
         losses.append(loss.item())
-        if step % args.every == 0 or step == args.steps:
-            rows.append({"depth": depth, "step": step, "loss": round(float(np.mean(losses)), 4),
+        if step % args.every == 0 or step == steps:
+            rows.append({**row, "step": step, "loss": round(float(np.mean(losses)), 4),
                          **{kind: round(score(model, kind, args.test, args.seed, args.facts), 1)
-                            for kind in KINDS},
+                            for kind in scored_kinds(args)},
                          "seconds": round(time.perf_counter() - start, 1)})
             losses = []
             print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def run(depth: int, args: argparse.Namespace) -> list[dict]:
+    torch.set_num_threads(1)
+    model = build_model(depth, args.hidden, args.heads, args.seed, args.kv_heads)
+    rng = np.random.default_rng([args.seed, 0])
+    kinds = list(KINDS) if args.mix == ["all"] else args.mix
+    rows = train(model, kinds, args.steps, args.batch, args.lr, rng, args,
+                 {"depth": depth, "stage": "pretrain"})
+    if args.lora_kind:
+        from drake.models.lora import add_lora
+
+        lora = add_lora(model, "task", r=8, alpha=16, seed=args.seed,
+                        target_regex=r".*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|"
+                                     r"down_proj)")
+        rows += train(lora, [args.lora_kind], args.lora_steps, args.lora_batch, args.lora_lr,
+                      np.random.default_rng([args.seed, 2]), args,
+                      {"depth": depth, "stage": f"lora {args.lora_kind}"})
     return rows
 
 
@@ -167,8 +209,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--facts", choices=("words", "bound"), default="words")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--mix", nargs="+", choices=("all", *KINDS), default=["all"],
-                        help="the kinds training draws, with equal odds (all: the three)")
+    parser.add_argument("--mix", nargs="+", choices=("all", *ALL_KINDS), default=["all"],
+                        help="the kinds training draws, with equal odds (all: the first three)")
+    parser.add_argument("--lora-kind", choices=ALL_KINDS, default=None,
+                        help="then train a LoRA on this kind alone")
+    parser.add_argument("--lora-steps", type=int, default=240)
+    parser.add_argument("--lora-batch", type=int, default=8)
+    parser.add_argument("--lora-lr", type=float, default=2e-3)
     parser.add_argument("--test", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
@@ -180,10 +227,12 @@ def main(argv: list[str] | None = None) -> None:
                              initializer=exit_with_parent) as pool:
         results = list(pool.map(run, args.depths, [args] * len(args.depths)))
     rows = [row for rows in results for row in rows]
-    print(f"{'depth':>5} {'step':>6} {'loss':>7} " + " ".join(f"{k:>8}" for k in KINDS))
+    kinds = scored_kinds(args)
+    print(f"{'depth':>5} {'stage':<14} {'step':>6} {'loss':>7} "
+          + " ".join(f"{k:>14}" for k in kinds))
     for row in rows:
-        print(f"{row['depth']:>5} {row['step']:>6} {row['loss']:>7.3f} "
-              + " ".join(f"{row[k]:>8.1f}" for k in KINDS))
+        print(f"{row['depth']:>5} {row['stage']:<14} {row['step']:>6} {row['loss']:>7.3f} "
+              + " ".join(f"{row[k]:>14.1f}" for k in kinds))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"settings": vars(args), "rows": rows}, f, indent=1)
