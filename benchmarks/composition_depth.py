@@ -57,6 +57,8 @@ WORDS = ("<pad>", "the", "is", ".", "?", ":", "what", "colour", "which", "option
          "answer", "picture", *SHAPES, *COLOURS, *LETTERS, *(f"_{letter}" for letter in LETTERS),
          *(f"{shape}/{colour}" for shape in SHAPES for colour in COLOURS))
 VOCAB = {w: i for i, w in enumerate(WORDS)}
+#: The LoRA targets of ``--lora-kind``: the linear maps the zoo's LoRA takes in its language model.
+LINEAR_MAPS = r".*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
 
 
 def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[list[str], str]:
@@ -71,7 +73,6 @@ def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[l
     shapes = [str(s) for s in rng.choice(SHAPES, k, replace=False)]
     colours = [str(c) for c in rng.choice(COLOURS, k, replace=False)]
     asked = int(rng.integers(k))
-    gold = colours[asked]
     if facts == "bound":
         stated = ["picture", ":", *(f"{s}/{c}" for s, c in zip(shapes, colours)), "."]
     elif facts == "words":
@@ -81,7 +82,8 @@ def sample(kind: str, rng: np.random.Generator, facts: str = "words") -> tuple[l
     if kind in REVERSE_KINDS:  # asked by colour, answered by shape
         gold, pool, question = shapes[asked], SHAPES, ["which", "is", colours[asked], "?"]
     else:
-        pool, question = COLOURS, ["what", "colour", "is", "the", shapes[asked], "?"]
+        gold, pool, question = colours[asked], COLOURS, ["what", "colour", "is", "the",
+                                                         shapes[asked], "?"]
     if kind in ("lookup", "reverse-lookup"):
         return [*stated, "question", ":", *question, "answer", ":"], gold
     others = [str(c) for c in rng.choice([c for c in pool if c != gold],
@@ -187,10 +189,12 @@ def run(depth: int, args: argparse.Namespace) -> list[dict]:
                  {"depth": depth, "stage": "pretrain"})
     if args.lora_kind:
         from drake.models.lora import add_lora
+        from drake.models.zoo import get_info
 
-        lora = add_lora(model, "task", r=8, alpha=16, seed=args.seed,
-                        target_regex=r".*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|"
-                                     r"down_proj)")
+        # the tiny zoo's setting, on every linear map (this model has no ``language_model``)
+        zoo = get_info("tiny-llava-llama").lora_defaults
+        lora = add_lora(model, "task", r=zoo["r"], alpha=zoo["alpha"], dropout=zoo["dropout"],
+                        seed=args.seed, target_regex=LINEAR_MAPS)
         rows += train(lora, [args.lora_kind], args.lora_steps, args.lora_batch, args.lora_lr,
                       np.random.default_rng([args.seed, 2]), args,
                       {"depth": depth, "stage": f"lora {args.lora_kind}"})
