@@ -42,7 +42,6 @@ import numpy as np
 import torch
 from public_formats import load_tiny, model_arguments
 
-from drake.models.bundle import _Encoded
 from drake.models.loading import quiet_transformers
 
 pretrain = importlib.import_module("drake.models.pretrain")
@@ -76,12 +75,11 @@ def drill_samples(split: str, count: int, formats: Sequence[str], seed: int,
     out: list[dict[str, Any]] = []
     index = start
     while len(out) < count:
-        for sample in pretrain.public_samples("synth-public-formats", split, _CHUNK, seed,
-                                              start=index):
-            if pretrain._meta(sample)["format"] in formats and len(out) < count:
-                out.append(sample)
+        out += [s for s in pretrain.public_samples("synth-public-formats", split, _CHUNK, seed,
+                                                   start=index)
+                if pretrain._meta(s)["format"] in formats]
         index += _CHUNK
-    return out
+    return out[:count]
 
 
 def regular_samples(count: int, seed: int) -> list[dict[str, Any]]:
@@ -115,6 +113,9 @@ def drill(bundle: Any, pools: Sequence[Sequence[dict[str, Any]]], *, steps: int,
     ``pools`` (drill, regular) by ``share``; ``on_point(step, loss)`` at step 0 (loss nan),
     every ``every`` steps and at the end, in eval mode. Returns the losses."""
     counts = split_batch(share)
+    if any(count and not pool for pool, count in zip(pools, counts, strict=True)):
+        raise ValueError("a batch draws from an empty pool: raise --pool/--regular or change "
+                         "--share")
     model = bundle.model
     model.requires_grad_(True)
     model.model.vision_tower.requires_grad_(False)
@@ -134,20 +135,9 @@ def drill(bundle: Any, pools: Sequence[Sequence[dict[str, Any]]], *, steps: int,
     for step in range(steps):
         for group in optimizer.param_groups:
             group["lr"] = pretrain._lr_at(step, steps, lr, warm=100, floor=0.1)
-        items, feats, words = [], [], []
-        for pool, count in zip(encoded, counts, strict=True):
-            if not count:
-                continue
-            if pool is None:
-                raise ValueError("a batch draws from an empty pool: raise --pool/--regular "
-                                 "or change --share")
-            samples, features = pool
-            rows = pretrain._draw(rng, len(samples), count)
-            items += [_Encoded(samples[i].ids, samples[i].labels, []) for i in rows]
-            f, w = features.rows(rows)
-            feats.append(f)
-            words.append(w)
-        loss = pretrain._language_loss(bundle, items, torch.cat(feats), torch.cat(words))
+        loss = pretrain._pool_loss(bundle, [
+            (*pool, pretrain._draw(rng, len(pool[0]), count))
+            for pool, count in zip(encoded, counts, strict=True) if count])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -653,6 +653,20 @@ def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.
     return answer_loss(bundle, batch, hidden) + GROUNDING_WEIGHT * grounding
 
 
+def _pool_loss(bundle: ModelBundle,
+              picks: Sequence[tuple[Sequence[_Encoded], _Features, Sequence[int]]]
+              ) -> torch.Tensor:
+    """Stage 2's loss on one batch: ``picks`` names, per pool, its encoded samples, their
+    :class:`_Features` and the rows drawn from it."""
+    items, feats, words = [], [], []
+    for encoded, features, rows in picks:
+        items += [_Encoded(encoded[i].ids, encoded[i].labels, []) for i in rows]
+        f, w = features.rows(rows)
+        feats.append(f)
+        words.append(w)
+    return _language_loss(bundle, items, torch.cat(feats), torch.cat(words))
+
+
 def answer_loss(bundle: ModelBundle, batch: dict[str, torch.Tensor],
                 hidden: torch.Tensor) -> torch.Tensor:
     """Cross-entropy of the answer tokens, read from the language model's last hidden states."""
@@ -908,21 +922,17 @@ def pretrain(
                 n_easy = _easy_count(rng, step, steps, batch_size, mixed=bool(easy))
             for group in optimizer.param_groups:
                 group["lr"] = _lr_at(step, steps, lr, warm=200, floor=0.1)
-            items, feats, words = [], [], []
+            picks = []
             for k, count in enumerate((n_easy, batch_size - n_easy)):
                 if not count:
                     continue
                 if fresh:
                     encoded, features = drawn[k][0], _Features(bundle, drawn[k][1])
-                    rows = np.arange(count)
+                    picks.append((encoded, features, np.arange(count)))
                 else:
                     encoded, features = pools[k]
-                    rows = _draw(rng, len(encoded), count)
-                items += [_Encoded(encoded[i].ids, encoded[i].labels, []) for i in rows]
-                f, w = features.rows(rows)
-                feats.append(f)
-                words.append(w)
-            loss = _language_loss(bundle, items, torch.cat(feats), torch.cat(words))
+                    picks.append((encoded, features, _draw(rng, len(encoded), count)))
+            loss = _pool_loss(bundle, picks)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
