@@ -222,13 +222,20 @@ def _train_set(seed: int, size: int) -> tuple[list[dict[str, Any]], list[dict[st
 class _FreshStream:
     """Public training samples never drawn twice: the i-th is a public task picked by
     :data:`TASK_SHARES`, at that task's next index from ``start`` on (the easy stream starts
-    at :data:`_EASY_START`, so it never meets the full one's pictures)."""
+    at :data:`_EASY_START`, so it never meets the full one's pictures). With ``label_share``
+    that share of the draws is a label question instead (:func:`_label_sample`), and the public
+    tasks share the rest by :data:`TASK_SHARES`; with 0 the draws are those of a stream
+    without it."""
 
-    def __init__(self, seed: int, start: int, objects: tuple[int, int] | None) -> None:
+    def __init__(self, seed: int, start: int, objects: tuple[int, int] | None,
+                 label_share: float = 0.0) -> None:
         self.seed, self.objects = seed, objects
         self.rng = np.random.default_rng([seed, 0xF5E5, start])
         self.tasks = list(TASK_SHARES)
         shares = np.array([TASK_SHARES[t] for t in self.tasks], dtype=np.float64)
+        if label_share > 0:
+            self.tasks.append(_LABEL_TASK)
+            shares = np.append(shares / shares.sum() * (1.0 - label_share), label_share)
         self.shares = shares / shares.sum()
         self.next = dict.fromkeys(self.tasks, start)
         self.drawn = 0
@@ -249,8 +256,33 @@ class _FreshStream:
 
 def _fresh_samples(seed: int, objects: tuple[int, int] | None,
                    plan: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-    return [sample for task, index in plan
-            for sample in public_samples(task, "public", 1, seed, start=index, objects=objects)]
+    return [_label_sample(seed, objects, index) if task == _LABEL_TASK else
+            public_samples(task, "public", 1, seed, start=index, objects=objects)[0]
+            for task, index in plan]
+
+
+#: The label step's questions (``label_share``): ``synth-public-formats`` questions whose gold
+#: answer is an option's letter or number, not its word (issue #13).
+LABEL_FORMATS = ("letter", "id")
+#: A planned label question's pseudo-task, and the block of public indices behind each: label
+#: question ``k`` is the first lettered or numbered one among ``synth-public-formats`` indices
+#: ``_LABEL_START + k * _LABEL_BLOCK`` on. Blocks are disjoint, so no question is drawn twice,
+#: and start far beyond the full and easy streams' indices.
+_LABEL_TASK = "synth-public-formats:label"
+_LABEL_START = 2 * 10**8
+_LABEL_BLOCK = 32
+
+
+def _label_sample(seed: int, objects: tuple[int, int] | None, index: int) -> dict[str, Any]:
+    """Label question ``index``: the first sample of its block in a :data:`LABEL_FORMATS`
+    format (about two in five are; a block without one, odds about 1e-7, gives its last)."""
+    first = _LABEL_START + index * _LABEL_BLOCK
+    for i in range(first, first + _LABEL_BLOCK):
+        sample = public_samples("synth-public-formats", "public", 1, seed, start=i,
+                                objects=objects)[0]
+        if _meta(sample).get("format") in LABEL_FORMATS:
+            break
+    return sample
 
 
 #: A step's fresh samples are planned as (easy plan, full plan).
@@ -387,6 +419,14 @@ def _check_budget(**values: Any) -> None:
         low = 0 if label in ("eval_size", "seed", "sample_workers", "checkpoint_every") else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
+
+
+def _check_label_share(share: float, fresh: bool) -> None:
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+        raise ValueError(f"label_share must be a number in [0, 1), got {share!r}")
+    if share and not fresh:
+        raise ValueError(f"label_share={share} needs fresh samples (--fresh-samples): a fixed "
+                         "pool's label questions are learnt by heart (benchmarks/format_drill.py)")
 
 
 def _check_device(device: str) -> None:
@@ -816,6 +856,7 @@ def pretrain(
     fresh: bool = False,
     sample_workers: int = 0,
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+    label_share: float = 0.0,
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
 
@@ -842,6 +883,12 @@ def pretrain(
         With ``fresh``, processes that generate the samples a few steps ahead (0, the default,
         makes them in this process). Generation costs more than a GPU step; the samples, their
         order and so the weights are the same for any count.
+    label_share : float
+        With ``fresh``, the share of the draws (easy and full) that are *label questions*:
+        lettered or numbered ``synth-public-formats`` questions (:data:`LABEL_FORMATS`), whose
+        answer is an option's letter or number; the public tasks share the rest by
+        :data:`TASK_SHARES`. 0 (the default) draws as before. The shipped weights never learnt
+        this label step, which the shipped pool holds about 5,400 such questions of (issue #13).
     checkpoint_every : int
         Steps between checkpoints (0: none). A run that stops (a crash, a kill, a time limit)
         resumes from its last checkpoint when called again with the same arguments, to the
@@ -880,9 +927,11 @@ def pretrain(
     _check_device(device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
+    _check_label_share(label_share, fresh)
     started = time.perf_counter()
     easy, full = ([], []) if fresh else _train_set(seed, train_size)
-    streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS)), _FreshStream(seed, 0, None))
+    streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS), label_share),
+               _FreshStream(seed, 0, None, label_share))
     held_out = _eval_set(seed, eval_size)
     tokenizer = build_tokenizer(synth_vocabulary())
     rng = np.random.default_rng([seed, 0x9E3779B9])
@@ -902,7 +951,7 @@ def pretrain(
         checkpoint = _Checkpoint(folder, {
             "model": info.name, "seed": seed, "steps": steps, "batch_size": batch_size, "lr": lr,
             "train_size": None if fresh else train_size, "eval_size": eval_size, "fresh": fresh,
-            "device": _device_name(device), "vision_sha256": _sha256(vision_path),
+            "label_share": label_share, "device": _device_name(device), "vision_sha256": _sha256(vision_path),
             "torch_threads": torch.get_num_threads(), "versions": _versions()})
         resumed = checkpoint.load(model, optimizer, rng, device)
         first = 0 if resumed is None else resumed["step"]
@@ -969,6 +1018,7 @@ def pretrain(
             "train_samples": (streams[0].drawn + streams[1].drawn) if fresh
             else len(easy) + len(full),
             "fresh_samples": fresh,
+            "label_share": label_share,
             "resumed_at": checkpoint.resumed_at,
             "eval_split": "test",
             "eval_samples": len(held_out),
@@ -998,7 +1048,7 @@ def pretrain(
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
-                "device", "fresh", "sample_workers", "checkpoint_every"}
+                "device", "fresh", "sample_workers", "checkpoint_every", "label_share"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 
@@ -1032,7 +1082,7 @@ def pretrain_many(
         Run stage 1 first (default). ``False`` needs a tower from an earlier run in the cache.
     **kwargs
         ``out_dir``, ``seed``, ``device`` (both stages); ``steps``, ``batch_size``, ``lr``,
-        ``train_size``, ``eval_size``, ``fresh`` (stage 2); ``vision_steps``, ``vision_batch_size``,
+        ``train_size``, ``eval_size``, ``fresh``, ``label_share`` (stage 2); ``vision_steps``, ``vision_batch_size``,
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1).
 
     Returns

@@ -239,6 +239,68 @@ def test_fresh_streams_draw_every_sample_once_in_a_seeded_order():
         assert (s["id"], s["prompt"], s["meta"]) == (knob["id"], knob["prompt"], knob["meta"])
 
 
+def test_label_questions_are_fresh_lettered_or_numbered_public_questions():
+    import importlib
+
+    stage = importlib.import_module("drake.models.pretrain")
+    plain = stage._FreshStream(1, 0, None)
+    # a share of 0 draws exactly what a stream without one draws
+    assert stage._FreshStream(1, 0, None, 0.0).plan(200) == plain.plan(200)
+    stream = stage._FreshStream(1, 0, None, 0.5)
+    plan = stream.plan(400)
+    labels = [index for task, index in plan if task == stage._LABEL_TASK]
+    assert labels == list(range(len(labels)))  # each block once, in order
+    assert 170 <= len(labels) <= 230  # about half of 400 (binomial sd 10)
+    others = {t for t, _ in plan} - {stage._LABEL_TASK}
+    assert others == set(stage.TASK_SHARES)
+    samples = stage._fresh_samples(1, None, plan[:40])
+    drawn = [s for (task, _), s in zip(plan[:40], samples, strict=True)
+             if task == stage._LABEL_TASK]
+    assert drawn and all(s["task"] == "synth-public-formats" for s in drawn)
+    assert {stage._meta(s)["format"] for s in drawn} <= set(stage.LABEL_FORMATS)
+    assert {stage._meta(s)["format"] for s in drawn} == {"letter", "id"}
+    # label question 0: the first lettered or numbered question of its block, by a direct scan
+    block = stage.public_samples("synth-public-formats", "public", stage._LABEL_BLOCK, 1,
+                                 start=stage._LABEL_START)
+    first = next(s for s in block if stage._meta(s)["format"] in ("letter", "id"))
+    assert drawn[0]["id"] == first["id"] and drawn[0]["prompt"] == first["prompt"]
+    # never a question the plain streams (full and easy) or another label block draws
+    plain_ids = {s["id"] for s in stage._FreshStream(1, 0, None).take(200)}
+    easy_ids = {s["id"] for s in stage._FreshStream(
+        1, stage._EASY_START, (0, stage.EASY_OBJECTS)).take(100)}
+    ids = [s["id"] for s in drawn]
+    assert len(set(ids)) == len(ids) and not set(ids) & (plain_ids | easy_ids)
+    # the easy stream's label questions: blocks of their own, made with its object knob
+    knob = (0, stage.EASY_OBJECTS)
+    easy = stage._FreshStream(1, stage._EASY_START, knob, 0.5)
+    task, index = next(p for p in easy.plan(20) if p[0] == stage._LABEL_TASK)
+    assert index == stage._EASY_START
+    block = stage.public_samples("synth-public-formats", "public", stage._LABEL_BLOCK, 1,
+                                 start=stage._LABEL_START + index * stage._LABEL_BLOCK,
+                                 objects=knob)
+    first = next(s for s in block if stage._meta(s)["format"] in stage.LABEL_FORMATS)
+    made = stage._fresh_samples(1, knob, [(task, index)])[0]
+    assert (made["id"], made["prompt"], made["meta"]) == (first["id"], first["prompt"],
+                                                          first["meta"])
+
+
+def test_label_share_pretrain_reports_it_and_refuses_what_it_cannot_do(vision_root, tmp_path):
+    labelled = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "l"),
+                        seed=1, fresh=True, label_share=0.5, **MICRO)
+    plain = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "p"),
+                     seed=1, fresh=True, **MICRO)
+    reports = [json.loads((f / "pretrain_report.json").read_text()) for f in (labelled, plain)]
+    assert [r["label_share"] for r in reports] == [0.5, 0.0]
+    assert (labelled / "model.safetensors").read_bytes() != (plain / "model.safetensors"
+                                                             ).read_bytes()
+    with pytest.raises(ValueError, match=r"label_share=0.5 needs fresh samples \(--fresh-"):
+        pretrain("tiny-llava-llama", out_dir=vision_root, label_share=0.5, **MICRO)
+    for bad in (1.0, -0.1, True, "0.5"):
+        with pytest.raises(ValueError, match=r"label_share must be a number in \[0, 1\)"):
+            pretrain("tiny-llava-llama", out_dir=vision_root, fresh=True, label_share=bad,
+                     **MICRO)
+
+
 def test_fresh_batches_made_ahead_by_workers_keep_the_planned_order():
     import importlib
 
