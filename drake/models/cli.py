@@ -129,7 +129,8 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 train_size=args.train_size, eval_size=args.eval_size,
                                 fresh=args.fresh_samples, sample_workers=args.sample_workers,
                                 checkpoint_every=args.checkpoint_every,
-                                label_share=args.label_share, vision_steps=args.vision_steps,
+                                label_share=args.label_share, mark_options=args.mark_options,
+                                vision_steps=args.vision_steps,
                                 vision_pictures=args.vision_pictures, device=args.device)
     finally:
         for bar in bars.values():
@@ -306,6 +307,9 @@ def add_cli(subparsers: Any) -> None:
                    help="with --fresh-samples: share of the draws that are lettered or numbered "
                    "public questions, answered with the option's letter or number (default 0; "
                    "the label step the shipped weights lack, issue #13)")
+    p.add_argument("--mark-options", action="store_true",
+                   help="language stage: also train the end of every option line of a lettered "
+                   "or numbered question to say Yes when it holds the answer and No otherwise")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
                    help="both stages: steps between checkpoints (default "
                    f"{DEFAULT_CHECKPOINT_EVERY}; 0: none); a stopped run resumes from its last "

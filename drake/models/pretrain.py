@@ -306,28 +306,69 @@ def _init_sample_worker(name: str) -> None:
                                   tokenizer)
 
 
-def _prepare(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> _Prepared:
-    return ([_Encoded(e.ids, e.labels, []) for e in
-             (bundle._encode(s, answer=s["answer"], eos=True) for s in samples)],
-            _picture_inputs(bundle, samples))
+def _prepare(bundle: ModelBundle, samples: Sequence[dict[str, Any]],
+             marks: bool = False) -> _Prepared:
+    """``samples`` encoded with their answers (and, with ``marks``, :func:`_mark_options`'s
+    targets), and their :func:`_picture_inputs`."""
+    encoded = [bundle._encode(s, answer=s["answer"], eos=True) for s in samples]
+    if marks:
+        encoded = [_mark_options(bundle, e, s["answer"]) for e, s in zip(encoded, samples)]
+    return [_Encoded(e.ids, e.labels, []) for e in encoded], _picture_inputs(bundle, samples)
+
+
+def _option_lines(bundle: ModelBundle, ids: Sequence[int]) -> list[tuple[str, int]]:
+    """The option lines of an encoded prompt ("\n<label>. <option>" with a letter or number
+    label): each one's label and the position of the newline that ends it."""
+    tokens = bundle.tokenizer.convert_ids_to_tokens(list(ids))
+    lines = []
+    for i in range(len(tokens) - 3):
+        label = tokens[i + 1]
+        if (tokens[i] == "\n" and tokens[i + 2] == "." and len(label) <= 2
+                and (label.isdigit() or label.isupper())):
+            end = next((j for j in range(i + 3, len(tokens)) if tokens[j] == "\n"), None)
+            if end is not None:
+                lines.append((label, end))
+    return lines
+
+
+def _mark_options(bundle: ModelBundle, encoded: _Encoded, answer: str) -> _Encoded:
+    """``encoded`` with *option marks* added to its targets: the newline that ends each option
+    line of a lettered or numbered question is trained to name whether that option is the
+    answer (the vocabulary's "Yes" or "No", through the tied head, as the answer is read), so
+    the look-up is checked on every option line before the answer's label is copied from the
+    marked one. A prompt without option lines, or whose answer labels none of them, is left
+    as it is."""
+    lines = _option_lines(bundle, encoded.ids)
+    if answer.strip() not in {label for label, _ in lines}:
+        return encoded
+    yes, no = bundle.tokenizer.convert_tokens_to_ids(["\u2581Yes", "\u2581No"])
+    labels = list(encoded.labels)
+    for label, end in lines:
+        # the target at end + 1 is what the hidden state at ``end`` predicts
+        labels[end + 1] = yes if label == answer.strip() else no
+    return _Encoded(encoded.ids, labels, encoded.images)
 
 
 def _prepare_steps(bundle: ModelBundle, seed: int, objects: tuple[tuple[int, int] | None, None],
-                   plans: Sequence[_StepPlan]) -> list[tuple[_Prepared, _Prepared]]:
-    return [(_prepare(bundle, _fresh_samples(seed, objects[0], plan[0])),
-             _prepare(bundle, _fresh_samples(seed, objects[1], plan[1]))) for plan in plans]
+                   plans: Sequence[_StepPlan], marks: bool = False
+                   ) -> list[tuple[_Prepared, _Prepared]]:
+    return [(_prepare(bundle, _fresh_samples(seed, objects[0], plan[0]), marks),
+             _prepare(bundle, _fresh_samples(seed, objects[1], plan[1]), marks))
+            for plan in plans]
 
 
 def _fresh_chunk(seed: int, objects: tuple[tuple[int, int] | None, None],
-                 plans: Sequence[_StepPlan]) -> list[tuple[_Prepared, _Prepared]]:
+                 plans: Sequence[_StepPlan], marks: bool = False
+                 ) -> list[tuple[_Prepared, _Prepared]]:
     """Several steps' samples, made and prepared in a sample worker."""
     assert _worker_bundle is not None, "_init_sample_worker did not run"
-    return _prepare_steps(_worker_bundle, seed, objects, plans)
+    return _prepare_steps(_worker_bundle, seed, objects, plans, marks)
 
 
 def _fresh_batches(bundle: ModelBundle, streams: tuple[_FreshStream, _FreshStream],
                    counts: Sequence[int], batch_size: int, workers: int, chunk: int = 50,
-                   start: int = 0) -> Iterator[tuple[_Prepared, _Prepared]]:
+                   start: int = 0, marks: bool = False
+                   ) -> Iterator[tuple[_Prepared, _Prepared]]:
     """Each step's (easy, full) fresh samples, ``counts[step]`` of them easy, prepared for
     ``bundle``. The order is planned here, so nothing depends on ``workers``: with 0 the
     samples are made step by step in this process, else by that many processes, a few chunks
@@ -338,7 +379,7 @@ def _fresh_batches(bundle: ModelBundle, streams: tuple[_FreshStream, _FreshStrea
     seed, objects = streams[0].seed, (streams[0].objects, None)
     if workers == 0:
         for plan in plans:
-            yield from _prepare_steps(bundle, seed, objects, [plan])
+            yield from _prepare_steps(bundle, seed, objects, [plan], marks)
         return
     import multiprocessing
     from collections import deque
@@ -349,7 +390,7 @@ def _fresh_batches(bundle: ModelBundle, streams: tuple[_FreshStream, _FreshStrea
                              initializer=_init_sample_worker, initargs=(bundle.name,)) as pool:
         ahead: deque[Any] = deque()
         for part in chunks:
-            ahead.append(pool.submit(_fresh_chunk, seed, objects, part))
+            ahead.append(pool.submit(_fresh_chunk, seed, objects, part, marks))
             if len(ahead) > 2 * workers:
                 yield from ahead.popleft().result()
         while ahead:
@@ -677,10 +718,11 @@ class _Features:
         return self.feats[picks].float(), self.words[picks].to(self.feats.device)
 
 
-def _encoded_pool(bundle: ModelBundle, samples: Sequence[dict[str, Any]]
+def _encoded_pool(bundle: ModelBundle, samples: Sequence[dict[str, Any]], marks: bool = False
                   ) -> tuple[list[_Encoded], _Features]:
-    """``samples`` encoded with their answers, and their pictures' tower features."""
-    encoded, inputs = _prepare(bundle, samples)
+    """``samples`` encoded with their answers (and option marks), and their pictures' tower
+    features."""
+    encoded, inputs = _prepare(bundle, samples, marks)
     return encoded, _Features(bundle, inputs)
 
 
@@ -857,6 +899,7 @@ def pretrain(
     sample_workers: int = 0,
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
     label_share: float = 0.0,
+    mark_options: bool = False,
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
 
@@ -889,6 +932,10 @@ def pretrain(
         answer is an option's letter or number; the public tasks share the rest by
         :data:`TASK_SHARES`. 0 (the default) draws as before. The shipped weights never learnt
         this label step, which the shipped pool holds about 5,400 such questions of (issue #13).
+    mark_options : bool
+        Also train every option line of a lettered or numbered question to say whether it
+        holds the answer (:func:`_mark_options`): the answer's label is then a copy from the
+        marked line rather than a look-up and a label step at once.
     checkpoint_every : int
         Steps between checkpoints (0: none). A run that stops (a crash, a kill, a time limit)
         resumes from its last checkpoint when called again with the same arguments, to the
@@ -951,7 +998,7 @@ def pretrain(
         checkpoint = _Checkpoint(folder, {
             "model": info.name, "seed": seed, "steps": steps, "batch_size": batch_size, "lr": lr,
             "train_size": None if fresh else train_size, "eval_size": eval_size, "fresh": fresh,
-            "label_share": label_share, "device": _device_name(device), "vision_sha256": _sha256(vision_path),
+            "label_share": label_share, "mark_options": mark_options, "device": _device_name(device), "vision_sha256": _sha256(vision_path),
             "torch_threads": torch.get_num_threads(), "versions": _versions()})
         resumed = checkpoint.load(model, optimizer, rng, device)
         first = 0 if resumed is None else resumed["step"]
@@ -959,11 +1006,11 @@ def pretrain(
         before = evaluate_open(bundle, held_out) if resumed is None else resumed["before"]
         if resumed is not None:
             losses = resumed["losses"]
-        pools = [_encoded_pool(bundle, pool) for pool in (easy, full)]
+        pools = [_encoded_pool(bundle, pool, mark_options) for pool in (easy, full)]
         model.train()
         if fresh:
             batches = _fresh_batches(bundle, streams, counts, batch_size, sample_workers,
-                                     start=first)
+                                     start=first, marks=mark_options)
         for step in range(first, steps):
             if fresh:
                 n_easy, drawn = counts[step], next(batches)
@@ -1019,6 +1066,7 @@ def pretrain(
             else len(easy) + len(full),
             "fresh_samples": fresh,
             "label_share": label_share,
+            "mark_options": mark_options,
             "resumed_at": checkpoint.resumed_at,
             "eval_split": "test",
             "eval_samples": len(held_out),
@@ -1048,7 +1096,7 @@ def pretrain(
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
-                "device", "fresh", "sample_workers", "checkpoint_every", "label_share"}
+                "device", "fresh", "sample_workers", "checkpoint_every", "label_share", "mark_options"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 

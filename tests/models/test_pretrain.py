@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
@@ -299,6 +300,66 @@ def test_label_share_pretrain_reports_it_and_refuses_what_it_cannot_do(vision_ro
         with pytest.raises(ValueError, match=r"label_share must be a number in \[0, 1\)"):
             pretrain("tiny-llava-llama", out_dir=vision_root, fresh=True, label_share=bad,
                      **MICRO)
+
+
+def _tokens(bundle, ids):
+    return bundle.tokenizer.convert_ids_to_tokens(list(ids))
+
+
+def test_option_marks_name_the_answer_line_at_each_option_lines_end():
+    import importlib
+
+    stage = importlib.import_module("drake.models.pretrain")
+    bundle = load_model("tiny-llava-llama", pretrained=False)
+    image = np.zeros((8, 8, 3), dtype=np.uint8)
+    lettered = {"id": "x", "images": [image], "answer": "B", "prompt": (
+        "<image>\nQuestion: Which colour does the star have?\nA. red\nB. light blue\n"
+        "C. green\nAnswer with the option's letter from the given choices directly.")}
+    encoded = bundle._encode(lettered, answer="B", eos=True)
+    marked = stage._mark_options(bundle, encoded, "B")
+    tokens = _tokens(bundle, encoded.ids)
+    # three option lines, each ending at the newline before the next line's first token
+    lines = stage._option_lines(bundle, encoded.ids)
+    assert [label for label, _ in lines] == ["A", "B", "C"]
+    assert [tokens[end + 1] for _, end in lines] == ["B", "C", "Answer"]
+    assert [tokens[end - 1] for _, end in lines] == ["\u2581red", "\u2581blue", "\u2581green"]
+    # the hidden state at each line's end is trained on Yes (the answer's line) or No
+    targets = {k - 1: _tokens(bundle, [t])[0] for k, t in enumerate(marked.labels)
+               if t != -100}
+    colon = len(encoded.ids) - 3  # "... ASSISTANT :" then the answer and </s>
+    assert tokens[colon:] == [":", "\u2581B", "</s>"]
+    assert targets == {lines[0][1]: "\u2581No", lines[1][1]: "\u2581Yes",
+                       lines[2][1]: "\u2581No", colon: "\u2581B", colon + 1: "</s>"}
+    assert marked.ids == encoded.ids and encoded.labels.count(-100) == len(encoded.ids) - 2
+    # numbered options, numbers as options: only "<id>." at a line's start is a label
+    numbered = {**lettered, "answer": "1", "prompt": (
+        "<image>\nQuestion: How many stars are there?\n1. 3\n2. 1\n"
+        "Print only the answer with a single answer id (1,2).")}
+    encoded = bundle._encode(numbered, answer="1", eos=True)
+    lines = stage._option_lines(bundle, encoded.ids)
+    assert [label for label, _ in lines] == ["1", "2"]
+    marked = stage._mark_options(bundle, encoded, "1")
+    assert [_tokens(bundle, [marked.labels[end + 1]])[0] for _, end in lines] == [
+        "\u2581Yes", "\u2581No"]
+    # an answer that labels no option line (a choice list, an open question): no marks
+    for prompt, answer in (("<image>\nQuestion: Which colour? Choose from: red, blue.", "red"),
+                           ("<image>\nQuestion: How many stars?\nA. 2\nB. 3", "3")):
+        sample = {**lettered, "prompt": prompt, "answer": answer}
+        encoded = bundle._encode(sample, answer=answer, eos=True)
+        assert stage._mark_options(bundle, encoded, answer).labels == encoded.labels
+
+
+def test_mark_options_pretrain_reports_it_with_a_pool_and_fresh(vision_root, tmp_path):
+    runs = {}
+    for key, extra in (("pool", {}), ("fresh", {"fresh": True, "label_share": 0.5})):
+        runs[key] = pretrain("tiny-llava-llama", seed=1, mark_options=True,
+                             out_dir=_with_vision(vision_root, tmp_path / key), **extra, **MICRO)
+    plain = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "plain"),
+                     seed=1, fresh=True, label_share=0.5, **MICRO)
+    reports = {k: json.loads((f / "pretrain_report.json").read_text()) for k, f in runs.items()}
+    assert all(r["mark_options"] is True for r in reports.values())
+    assert (runs["fresh"] / "model.safetensors").read_bytes() != (
+        plain / "model.safetensors").read_bytes()
 
 
 def test_fresh_batches_made_ahead_by_workers_keep_the_planned_order():
