@@ -129,7 +129,8 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 train_size=args.train_size, eval_size=args.eval_size,
                                 fresh=args.fresh_samples, sample_workers=args.sample_workers,
                                 checkpoint_every=args.checkpoint_every,
-                                label_share=args.label_share, mark_options=args.mark_options,
+                                focus_share=args.focus_share, focus=args.focus,
+                                mark_options=args.mark_options,
                                 vision_steps=args.vision_steps,
                                 vision_pictures=args.vision_pictures, device=args.device)
     finally:
@@ -303,10 +304,13 @@ def add_cli(subparsers: Any) -> None:
                    help="with --fresh-samples: processes per model that make the samples a few "
                    "steps ahead (default 0: in the training process; on a GPU, making them costs "
                    "more than the step); the weights do not depend on it")
-    p.add_argument("--label-share", type=float, default=0.0,
-                   help="with --fresh-samples: share of the draws that are lettered or numbered "
-                   "public questions, answered with the option's letter or number (default 0; "
-                   "the label step the shipped weights lack, issue #13)")
+    p.add_argument("--focus-share", type=float, default=0.0,
+                   help="with --fresh-samples: share of the draws that are --focus questions "
+                   "(default 0)")
+    p.add_argument("--focus", choices=("label", "lookup"), default="label",
+                   help="what --focus-share draws: label, lettered or numbered public questions "
+                   "answered with the option's letter or number (default); lookup, questions "
+                   "that name an object and ask one of its attributes (issue #13)")
     p.add_argument("--mark-options", action="store_true",
                    help="language stage: also train the end of every option line of a lettered "
                    "or numbered question to say Yes when it holds the answer and No otherwise")

@@ -222,20 +222,20 @@ def _train_set(seed: int, size: int) -> tuple[list[dict[str, Any]], list[dict[st
 class _FreshStream:
     """Public training samples never drawn twice: the i-th is a public task picked by
     :data:`TASK_SHARES`, at that task's next index from ``start`` on (the easy stream starts
-    at :data:`_EASY_START`, so it never meets the full one's pictures). With ``label_share``
-    that share of the draws is a label question instead (:func:`_label_sample`), and the public
-    tasks share the rest by :data:`TASK_SHARES`; with 0 the draws are those of a stream
-    without it."""
+    at :data:`_EASY_START`, so it never meets the full one's pictures). With ``focus_share``
+    that share of the draws is a question of :data:`FOCUS` ``focus`` instead
+    (:func:`_focus_sample`), and the public tasks share the rest by :data:`TASK_SHARES`; with 0
+    the draws are those of a stream without it."""
 
     def __init__(self, seed: int, start: int, objects: tuple[int, int] | None,
-                 label_share: float = 0.0) -> None:
+                 focus_share: float = 0.0, focus: str = "label") -> None:
         self.seed, self.objects = seed, objects
         self.rng = np.random.default_rng([seed, 0xF5E5, start])
         self.tasks = list(TASK_SHARES)
         shares = np.array([TASK_SHARES[t] for t in self.tasks], dtype=np.float64)
-        if label_share > 0:
-            self.tasks.append(_LABEL_TASK)
-            shares = np.append(shares / shares.sum() * (1.0 - label_share), label_share)
+        if focus_share > 0:
+            self.tasks.append(_FOCUS_PREFIX + focus)
+            shares = np.append(shares / shares.sum() * (1.0 - focus_share), focus_share)
         self.shares = shares / shares.sum()
         self.next = dict.fromkeys(self.tasks, start)
         self.drawn = 0
@@ -256,31 +256,42 @@ class _FreshStream:
 
 def _fresh_samples(seed: int, objects: tuple[int, int] | None,
                    plan: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-    return [_label_sample(seed, objects, index) if task == _LABEL_TASK else
+    return [_focus_sample(seed, objects, task[len(_FOCUS_PREFIX):], index)
+            if task.startswith(_FOCUS_PREFIX) else
             public_samples(task, "public", 1, seed, start=index, objects=objects)[0]
             for task, index in plan]
 
 
-#: The label step's questions (``label_share``): ``synth-public-formats`` questions whose gold
-#: answer is an option's letter or number, not its word (issue #13).
+#: The label step's questions: lettered or numbered ``synth-public-formats`` questions, whose
+#: gold answer is an option's letter or number, not its word (issue #13).
 LABEL_FORMATS = ("letter", "id")
-#: A planned label question's pseudo-task, and the block of public indices behind each: label
-#: question ``k`` is the first lettered or numbered one among ``synth-public-formats`` indices
-#: ``_LABEL_START + k * _LABEL_BLOCK`` on. Blocks are disjoint, so no question is drawn twice,
-#: and start far beyond the full and easy streams' indices.
-_LABEL_TASK = "synth-public-formats:label"
-_LABEL_START = 2 * 10**8
-_LABEL_BLOCK = 32
+#: The plainest look-ups: ``synth-public-open`` questions that name an object (by its shape,
+#: colour or both) and ask one of its attributes.
+LOOKUP_FAMILIES = ("colour", "shape", "where", "fill", "size", "state", "tags")
+#: What a ``focus_share`` draws (``focus`` -> public task, the ``meta`` key it selects on, the
+#: values kept, and the first public index its blocks read): ``label`` teaches the label step,
+#: ``lookup`` the look-up it composes with.
+FOCUS = MappingProxyType({
+    "label": ("synth-public-formats", "format", LABEL_FORMATS, 2 * 10**8),
+    "lookup": ("synth-public-open", "family", LOOKUP_FAMILIES, 5 * 10**8),
+})
+#: A planned focus question's pseudo-task is this prefix and the focus. Focus question ``k`` is
+#: the first kept one among its task's indices ``start + k * _FOCUS_BLOCK`` on: blocks are
+#: disjoint, so no question is drawn twice, and start far beyond the full and easy streams'.
+_FOCUS_PREFIX = "focus:"
+_FOCUS_BLOCK = 32
 
 
-def _label_sample(seed: int, objects: tuple[int, int] | None, index: int) -> dict[str, Any]:
-    """Label question ``index``: the first sample of its block in a :data:`LABEL_FORMATS`
-    format (about two in five are; a block without one, odds about 1e-7, gives its last)."""
-    first = _LABEL_START + index * _LABEL_BLOCK
-    for i in range(first, first + _LABEL_BLOCK):
-        sample = public_samples("synth-public-formats", "public", 1, seed, start=i,
-                                objects=objects)[0]
-        if _meta(sample).get("format") in LABEL_FORMATS:
+def _focus_sample(seed: int, objects: tuple[int, int] | None, focus: str,
+                  index: int) -> dict[str, Any]:
+    """Focus question ``index`` of ``focus``: the first sample of its block that :data:`FOCUS`
+    keeps (two in five for ``label``, seven in fifteen for ``lookup``; a block without one,
+    odds under 1e-7, gives its last)."""
+    task, key, kept, start = FOCUS[focus]
+    first = start + index * _FOCUS_BLOCK
+    for i in range(first, first + _FOCUS_BLOCK):
+        sample = public_samples(task, "public", 1, seed, start=i, objects=objects)[0]
+        if _meta(sample).get(key) in kept:
             break
     return sample
 
@@ -462,12 +473,14 @@ def _check_budget(**values: Any) -> None:
             raise ValueError(f"{label} must be an integer >= {low}, got {value!r}")
 
 
-def _check_label_share(share: float, fresh: bool) -> None:
+def _check_focus(share: float, focus: str, fresh: bool) -> None:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
-        raise ValueError(f"label_share must be a number in [0, 1), got {share!r}")
+        raise ValueError(f"focus_share must be a number in [0, 1), got {share!r}")
+    if focus not in FOCUS:
+        raise ValueError(f"unknown focus {focus!r}; choose one of {', '.join(FOCUS)}")
     if share and not fresh:
-        raise ValueError(f"label_share={share} needs fresh samples (--fresh-samples): a fixed "
-                         "pool's label questions are learnt by heart (benchmarks/format_drill.py)")
+        raise ValueError(f"focus_share={share} needs fresh samples (--fresh-samples): a fixed "
+                         "pool's questions are learnt by heart (benchmarks/memorisation.py)")
 
 
 def _check_device(device: str) -> None:
@@ -898,7 +911,8 @@ def pretrain(
     fresh: bool = False,
     sample_workers: int = 0,
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
-    label_share: float = 0.0,
+    focus_share: float = 0.0,
+    focus: str = "label",
     mark_options: bool = False,
 ) -> Path:
     """Stage 2: pretrain tiny model ``name`` on the public split, on stage 1's frozen tower.
@@ -926,12 +940,13 @@ def pretrain(
         With ``fresh``, processes that generate the samples a few steps ahead (0, the default,
         makes them in this process). Generation costs more than a GPU step; the samples, their
         order and so the weights are the same for any count.
-    label_share : float
-        With ``fresh``, the share of the draws (easy and full) that are *label questions*:
-        lettered or numbered ``synth-public-formats`` questions (:data:`LABEL_FORMATS`), whose
-        answer is an option's letter or number; the public tasks share the rest by
-        :data:`TASK_SHARES`. 0 (the default) draws as before. The shipped weights never learnt
-        this label step, which the shipped pool holds about 5,400 such questions of (issue #13).
+    focus_share, focus : float, str
+        With ``fresh``, the share of the draws (easy and full) that are questions of one kind
+        (:data:`FOCUS`): ``label`` (the default), lettered or numbered ``synth-public-formats``
+        questions, answered with an option's letter or number; ``lookup``, ``synth-public-open``
+        questions that name an object and ask one of its attributes (:data:`LOOKUP_FAMILIES`).
+        The public tasks share the rest by :data:`TASK_SHARES`; a share of 0 (the default)
+        draws as before. The shipped weights learnt neither well (issue #13).
     mark_options : bool
         Also train every option line of a lettered or numbered question to say whether it
         holds the answer (:func:`_mark_options`): the answer's label is then a copy from the
@@ -974,11 +989,11 @@ def pretrain(
     _check_device(device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
-    _check_label_share(label_share, fresh)
+    _check_focus(focus_share, focus, fresh)
     started = time.perf_counter()
     easy, full = ([], []) if fresh else _train_set(seed, train_size)
-    streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS), label_share),
-               _FreshStream(seed, 0, None, label_share))
+    streams = (_FreshStream(seed, _EASY_START, (0, EASY_OBJECTS), focus_share, focus),
+               _FreshStream(seed, 0, None, focus_share, focus))
     held_out = _eval_set(seed, eval_size)
     tokenizer = build_tokenizer(synth_vocabulary())
     rng = np.random.default_rng([seed, 0x9E3779B9])
@@ -998,7 +1013,8 @@ def pretrain(
         checkpoint = _Checkpoint(folder, {
             "model": info.name, "seed": seed, "steps": steps, "batch_size": batch_size, "lr": lr,
             "train_size": None if fresh else train_size, "eval_size": eval_size, "fresh": fresh,
-            "label_share": label_share, "mark_options": mark_options, "device": _device_name(device), "vision_sha256": _sha256(vision_path),
+            "focus_share": focus_share, "focus": focus, "mark_options": mark_options,
+            "device": _device_name(device), "vision_sha256": _sha256(vision_path),
             "torch_threads": torch.get_num_threads(), "versions": _versions()})
         resumed = checkpoint.load(model, optimizer, rng, device)
         first = 0 if resumed is None else resumed["step"]
@@ -1065,7 +1081,7 @@ def pretrain(
             "train_samples": (streams[0].drawn + streams[1].drawn) if fresh
             else len(easy) + len(full),
             "fresh_samples": fresh,
-            "label_share": label_share,
+            "focus": {"share": focus_share, "kind": focus},
             "mark_options": mark_options,
             "resumed_at": checkpoint.resumed_at,
             "eval_split": "test",
@@ -1096,7 +1112,8 @@ def pretrain(
 
 ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
-                "device", "fresh", "sample_workers", "checkpoint_every", "label_share", "mark_options"}
+                "device", "fresh", "sample_workers", "checkpoint_every", "focus_share", "focus",
+                "mark_options"}
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 
@@ -1130,7 +1147,8 @@ def pretrain_many(
         Run stage 1 first (default). ``False`` needs a tower from an earlier run in the cache.
     **kwargs
         ``out_dir``, ``seed``, ``device`` (both stages); ``steps``, ``batch_size``, ``lr``,
-        ``train_size``, ``eval_size``, ``fresh``, ``label_share`` (stage 2); ``vision_steps``, ``vision_batch_size``,
+        ``train_size``, ``eval_size``, ``fresh``, ``focus_share``, ``focus``,
+        ``mark_options`` (stage 2); ``vision_steps``, ``vision_batch_size``,
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1).
 
     Returns

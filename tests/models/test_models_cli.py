@@ -39,7 +39,7 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
         "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples", "--sample-workers", "1",
-        "--label-share", "0.5", "--mark-options",
+        "--focus-share", "0.5", "--focus", "lookup", "--mark-options",
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -48,7 +48,7 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["steps"] == 2 and report["batch_size"] == 2
     assert report["fresh_samples"] is True and report["train_samples"] == 4
-    assert report["label_share"] == 0.5 and report["mark_options"] is True
+    assert report["focus"] == {"share": 0.5, "kind": "lookup"} and report["mark_options"] is True
     assert report["device"].startswith("cpu")
     args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
     args.func(args)

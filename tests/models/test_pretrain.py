@@ -240,65 +240,68 @@ def test_fresh_streams_draw_every_sample_once_in_a_seeded_order():
         assert (s["id"], s["prompt"], s["meta"]) == (knob["id"], knob["prompt"], knob["meta"])
 
 
-def test_label_questions_are_fresh_lettered_or_numbered_public_questions():
+@pytest.mark.parametrize("focus", ["label", "lookup"])
+def test_focus_questions_are_fresh_public_questions_of_their_kind(focus):
     import importlib
 
     stage = importlib.import_module("drake.models.pretrain")
+    task_id, key, kept, start = stage.FOCUS[focus]
+    pseudo = stage._FOCUS_PREFIX + focus
     plain = stage._FreshStream(1, 0, None)
     # a share of 0 draws exactly what a stream without one draws
-    assert stage._FreshStream(1, 0, None, 0.0).plan(200) == plain.plan(200)
-    stream = stage._FreshStream(1, 0, None, 0.5)
+    assert stage._FreshStream(1, 0, None, 0.0, focus).plan(200) == plain.plan(200)
+    stream = stage._FreshStream(1, 0, None, 0.5, focus)
     plan = stream.plan(400)
-    labels = [index for task, index in plan if task == stage._LABEL_TASK]
-    assert labels == list(range(len(labels)))  # each block once, in order
-    assert 170 <= len(labels) <= 230  # about half of 400 (binomial sd 10)
-    others = {t for t, _ in plan} - {stage._LABEL_TASK}
-    assert others == set(stage.TASK_SHARES)
-    samples = stage._fresh_samples(1, None, plan[:40])
-    drawn = [s for (task, _), s in zip(plan[:40], samples, strict=True)
-             if task == stage._LABEL_TASK]
-    assert drawn and all(s["task"] == "synth-public-formats" for s in drawn)
-    assert {stage._meta(s)["format"] for s in drawn} <= set(stage.LABEL_FORMATS)
-    assert {stage._meta(s)["format"] for s in drawn} == {"letter", "id"}
-    # label question 0: the first lettered or numbered question of its block, by a direct scan
-    block = stage.public_samples("synth-public-formats", "public", stage._LABEL_BLOCK, 1,
-                                 start=stage._LABEL_START)
-    first = next(s for s in block if stage._meta(s)["format"] in ("letter", "id"))
+    picked = [index for task, index in plan if task == pseudo]
+    assert picked == list(range(len(picked)))  # each block once, in order
+    assert 170 <= len(picked) <= 230  # about half of 400 (binomial sd 10)
+    assert {t for t, _ in plan} - {pseudo} == set(stage.TASK_SHARES)
+    samples = stage._fresh_samples(1, None, plan[:60])
+    drawn = [s for (task, _), s in zip(plan[:60], samples, strict=True) if task == pseudo]
+    assert drawn and all(s["task"] == task_id for s in drawn)
+    assert {stage._meta(s)[key] for s in drawn} <= set(kept)
+    assert len({stage._meta(s)[key] for s in drawn}) > 1
+    # focus question 0: the first kept question of its block, by a direct scan
+    block = stage.public_samples(task_id, "public", stage._FOCUS_BLOCK, 1, start=start)
+    first = next(s for s in block if stage._meta(s)[key] in kept)
     assert drawn[0]["id"] == first["id"] and drawn[0]["prompt"] == first["prompt"]
-    # never a question the plain streams (full and easy) or another label block draws
+    # never a question the plain streams (full and easy) or another block draws
     plain_ids = {s["id"] for s in stage._FreshStream(1, 0, None).take(200)}
     easy_ids = {s["id"] for s in stage._FreshStream(
         1, stage._EASY_START, (0, stage.EASY_OBJECTS)).take(100)}
     ids = [s["id"] for s in drawn]
     assert len(set(ids)) == len(ids) and not set(ids) & (plain_ids | easy_ids)
-    # the easy stream's label questions: blocks of their own, made with its object knob
+    # the easy stream's focus questions: blocks of their own, made with its object knob
     knob = (0, stage.EASY_OBJECTS)
-    easy = stage._FreshStream(1, stage._EASY_START, knob, 0.5)
-    task, index = next(p for p in easy.plan(20) if p[0] == stage._LABEL_TASK)
+    easy = stage._FreshStream(1, stage._EASY_START, knob, 0.5, focus)
+    task, index = next(p for p in easy.plan(20) if p[0] == pseudo)
     assert index == stage._EASY_START
-    block = stage.public_samples("synth-public-formats", "public", stage._LABEL_BLOCK, 1,
-                                 start=stage._LABEL_START + index * stage._LABEL_BLOCK,
-                                 objects=knob)
-    first = next(s for s in block if stage._meta(s)["format"] in stage.LABEL_FORMATS)
+    block = stage.public_samples(task_id, "public", stage._FOCUS_BLOCK, 1,
+                                 start=start + index * stage._FOCUS_BLOCK, objects=knob)
+    first = next(s for s in block if stage._meta(s)[key] in kept)
     made = stage._fresh_samples(1, knob, [(task, index)])[0]
     assert (made["id"], made["prompt"], made["meta"]) == (first["id"], first["prompt"],
                                                           first["meta"])
 
 
-def test_label_share_pretrain_reports_it_and_refuses_what_it_cannot_do(vision_root, tmp_path):
-    labelled = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "l"),
-                        seed=1, fresh=True, label_share=0.5, **MICRO)
+def test_focus_share_pretrain_reports_it_and_refuses_what_it_cannot_do(vision_root, tmp_path):
+    focused = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "l"),
+                       seed=1, fresh=True, focus_share=0.5, focus="lookup", **MICRO)
     plain = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "p"),
                      seed=1, fresh=True, **MICRO)
-    reports = [json.loads((f / "pretrain_report.json").read_text()) for f in (labelled, plain)]
-    assert [r["label_share"] for r in reports] == [0.5, 0.0]
-    assert (labelled / "model.safetensors").read_bytes() != (plain / "model.safetensors"
-                                                             ).read_bytes()
-    with pytest.raises(ValueError, match=r"label_share=0.5 needs fresh samples \(--fresh-"):
-        pretrain("tiny-llava-llama", out_dir=vision_root, label_share=0.5, **MICRO)
+    reports = [json.loads((f / "pretrain_report.json").read_text()) for f in (focused, plain)]
+    assert [r["focus"] for r in reports] == [{"share": 0.5, "kind": "lookup"},
+                                             {"share": 0.0, "kind": "label"}]
+    assert (focused / "model.safetensors").read_bytes() != (plain / "model.safetensors"
+                                                            ).read_bytes()
+    with pytest.raises(ValueError, match=r"focus_share=0.5 needs fresh samples \(--fresh-"):
+        pretrain("tiny-llava-llama", out_dir=vision_root, focus_share=0.5, **MICRO)
+    with pytest.raises(ValueError, match="unknown focus 'labels'; choose one of label, lookup"):
+        pretrain("tiny-llava-llama", out_dir=vision_root, fresh=True, focus_share=0.5,
+                 focus="labels", **MICRO)
     for bad in (1.0, -0.1, True, "0.5"):
-        with pytest.raises(ValueError, match=r"label_share must be a number in \[0, 1\)"):
-            pretrain("tiny-llava-llama", out_dir=vision_root, fresh=True, label_share=bad,
+        with pytest.raises(ValueError, match=r"focus_share must be a number in \[0, 1\)"):
+            pretrain("tiny-llava-llama", out_dir=vision_root, fresh=True, focus_share=bad,
                      **MICRO)
 
 
@@ -351,11 +354,11 @@ def test_option_marks_name_the_answer_line_at_each_option_lines_end():
 
 def test_mark_options_pretrain_reports_it_with_a_pool_and_fresh(vision_root, tmp_path):
     runs = {}
-    for key, extra in (("pool", {}), ("fresh", {"fresh": True, "label_share": 0.5})):
+    for key, extra in (("pool", {}), ("fresh", {"fresh": True, "focus_share": 0.5})):
         runs[key] = pretrain("tiny-llava-llama", seed=1, mark_options=True,
                              out_dir=_with_vision(vision_root, tmp_path / key), **extra, **MICRO)
     plain = pretrain("tiny-llava-llama", out_dir=_with_vision(vision_root, tmp_path / "plain"),
-                     seed=1, fresh=True, label_share=0.5, **MICRO)
+                     seed=1, fresh=True, focus_share=0.5, **MICRO)
     reports = {k: json.loads((f / "pretrain_report.json").read_text()) for k, f in runs.items()}
     assert all(r["mark_options"] is True for r in reports.values())
     assert (runs["fresh"] / "model.safetensors").read_bytes() != (
