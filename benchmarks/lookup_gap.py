@@ -16,10 +16,16 @@ measures both halves on held-out public pictures (``test`` split):
 A model that sees (grounding near 100%) but scores near the present-guess line names a colour it
 sees without finding the one asked about: the look-up is missing, not the vision.
 
-    python benchmarks/lookup_gap.py [--model-cache DIR] [--model tiny-llava-qwen]
-        [--questions 600] [--seed 0] [--json FILE]
+``--attention N`` also reads where the answer position looks, on the first N questions of each
+look-up whose picture holds two objects or more: per layer and head, the mean attention per image
+token on the named object's cell against that on another object's cell. A head that finds the
+named object puts several times more on its cell; one that reads the picture as a bag, about
+the same.
 
-One thread, CPU: the defaults take about a minute.
+    python benchmarks/lookup_gap.py [--model-cache DIR] [--model tiny-llava-qwen]
+        [--questions 600] [--attention 150] [--seed 0] [--json FILE]
+
+One thread, CPU: the defaults take about a minute, ``--attention 150`` 15 s more.
 """
 
 from __future__ import annotations
@@ -101,7 +107,65 @@ def grounding(bundle: Any, samples: Sequence[dict[str, Any]]) -> tuple[dict[str,
     return slot_accuracy(logits, targets), int((targets[:, 0] >= 0).sum())
 
 
-def measure(bundle: Any, count: int, seed: int) -> dict[str, Any]:
+def object_cells(sample: dict[str, Any], attribute: str) -> tuple[list[int], list[int]]:
+    """(cells of the object the question is about, cells of the other objects): the grid cells
+    whose grounding words (:func:`drake.models.vision.grounding_words`) name an object whose
+    ``attribute`` is the gold answer, and the other non-empty cells."""
+    from drake.models.vision import grounding_words
+
+    cells = grounding_words(pretrain._meta(sample)["scenes"][0])
+    slot = SLOTS.index(attribute)
+    named = [k for k, words in enumerate(cells) if words and words[slot] == sample["answer"]]
+    return named, [k for k, words in enumerate(cells) if words and k not in named]
+
+
+def selectivity(attentions: Sequence[torch.Tensor], image: Sequence[int], named: Sequence[int],
+                others: Sequence[int]) -> torch.Tensor:
+    """(layers, heads, 2): the last position's mean attention per image token on the ``named``
+    cells and on the ``others``. ``attentions``: per layer, (heads, positions, positions) of one
+    question; ``image``: the positions of its image tokens, in cell order."""
+    rows = torch.stack([layer[:, -1, :] for layer in attentions])
+    return torch.stack([rows[:, :, [image[k] for k in named]].mean(-1),
+                        rows[:, :, [image[k] for k in others]].mean(-1)], dim=-1)
+
+
+def attention(bundle: Any, samples: Sequence[dict[str, Any]], attribute: str,
+              count: int) -> dict[str, Any]:
+    """:func:`selectivity` averaged over the first ``count`` of ``samples`` with a named object
+    and another one (eager attention: the model is switched to it and back)."""
+    model = bundle.model
+    before = model.config._attn_implementation
+    model.set_attn_implementation("eager")
+    total, used = None, 0
+    try:
+        for sample in samples:
+            if used == count:
+                break
+            named, others = object_cells(sample, attribute)
+            if not named or not others:
+                continue
+            encoded, inputs = pretrain._prepare(bundle, [sample])
+            prompt = bundle._encode(sample, answer=None, eos=False)
+            feats, words = pretrain._Features(bundle, inputs).rows([0])
+            batch, embeds, _ = pretrain.multimodal_inputs(
+                bundle, [pretrain._Encoded(prompt.ids, prompt.labels, [])], feats, words)
+            with torch.no_grad():
+                out = model.model.language_model(inputs_embeds=embeds,
+                                                 attention_mask=batch["attention_mask"],
+                                                 output_attentions=True)
+            image = [i for i, t in enumerate(prompt.ids) if t == bundle.image_token_id]
+            picked = selectivity([a[0] for a in out.attentions], image, named, others)
+            total = picked if total is None else total + picked
+            used += 1
+    finally:
+        model.set_attn_implementation(before)
+    if total is None:
+        return {"questions": 0, "named": [], "other": []}
+    mean = total / used
+    return {"questions": used, "named": mean[..., 0].tolist(), "other": mean[..., 1].tolist()}
+
+
+def measure(bundle: Any, count: int, seed: int, heads: int = 0) -> dict[str, Any]:
     questions = lookup_questions(count, seed)
     pictures = [s for family in LOOKUPS for s in questions[family]]
     seen, cells = grounding(bundle, pictures)
@@ -117,6 +181,8 @@ def measure(bundle: Any, count: int, seed: int) -> dict[str, Any]:
             "answer_present": float(np.mean([
                 a in {o[attribute] for o in scene_objects(s)} for a, s in zip(answers, samples)])),
         }
+        if heads:
+            result["lookups"][family]["attention"] = attention(bundle, samples, attribute, heads)
     return result
 
 
@@ -130,6 +196,15 @@ def table(result: dict[str, Any]) -> str:
     for family, r in result["lookups"].items():
         lines.append(f"| {family} | {r['questions']} | {100 * r['accuracy']:.1f} | "
                      f"{100 * r['present_guess']:.1f} | {100 * r['answer_present']:.1f} |")
+    for family, r in result["lookups"].items():
+        seen = r.get("attention")
+        if not seen:
+            continue
+        lines.append(f"attention of the answer position, {family} ({seen['questions']} questions "
+                     "with two objects or more): per head, named cell / other object's cell")
+        for layer, (named, other) in enumerate(zip(seen["named"], seen["other"])):
+            lines.append(f"  layer {layer}: " + "  ".join(f"{a:.3f}/{b:.3f}"
+                                                          for a, b in zip(named, other)))
     return "\n".join(lines)
 
 
@@ -138,14 +213,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_arguments(parser)
     parser.add_argument("--questions", type=int, default=600,
                         help="held-out questions per look-up family (default 600)")
+    parser.add_argument("--attention", type=int, default=0,
+                        help="also read the answer position's attention on this many questions "
+                        "per look-up (default 0: not read)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
     args = parser.parse_args(argv)
-    if args.questions < 1:
-        parser.error(f"--questions must be >= 1, got {args.questions}")
+    if args.questions < 1 or args.attention < 0:
+        parser.error(f"--questions must be >= 1 and --attention >= 0, got {args.questions} "
+                     f"and {args.attention}")
     bundle = load_tiny(args)
     result = {"model": args.model, "model_cache": args.model_cache, "seed": args.seed,
-              **measure(bundle, args.questions, args.seed)}
+              **measure(bundle, args.questions, args.seed, args.attention)}
     print(table(result))
     if args.json:
         with open(args.json, "w") as handle:

@@ -343,10 +343,17 @@ holds the answer 41.3% of the time (820 held-out questions, chance about 37); `-
 --steps 3000` (about 48,000 look-ups: questions naming an object and asking one of its attributes)
 leaves the two look-ups at 53.3% and 42.5%. So the model reads a picture as a bag of what it
 holds, not by finding a named object in it, and the label step, which composes with that
-look-up, cannot come first. The text models of `composition_depth.py` learn the same look-up over
-bound tokens in about 128,000 questions at depth 4, so what stands between the pictures and the
-text is why attention does not select the named object's token; that, not the label step, is
-where issue #13 now stands.
+look-up, cannot come first. Where the answer position looks (`--attention 150`: per layer and
+head, the mean attention per image token on the named object's cell and on another object's,
+over about 110 questions with two objects or more) shows it: asked the shape of a named colour,
+four of the five heads of shipped qwen's second layer put 0.68 to 0.86 on the named cell against
+0.07 to 0.16 on another; asked the colour of a named shape, 0.33 to 0.40 against 0.28 to 0.35.
+Of the heads of shipped llama that put 0.1 or more per cell on either, none puts 1.5 times as
+much on the named cell (at most 1.45), nor any of the look-up run's.
+The text models of `composition_depth.py` learn the same look-up over bound tokens in about
+128,000 questions at depth 4, so what stands between the pictures and the text is why attention
+selects an object by its colour in one model and by its shape in none; that, not the label step,
+is where issue #13 now stands.
 """
 
 
