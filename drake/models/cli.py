@@ -247,6 +247,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_TRAIN_SIZE,
         DEFAULT_VISION_PICTURES,
         DEFAULT_VISION_STEPS,
+        FOCUS,
     )
     from drake.models.tap_pretrain import DEFAULT_TAP_STEPS
 
@@ -307,7 +308,7 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--focus-share", type=float, default=0.0,
                    help="with --fresh-samples: share of the draws that are --focus questions "
                    "(default 0)")
-    p.add_argument("--focus", choices=("label", "lookup"), default="label",
+    p.add_argument("--focus", choices=tuple(FOCUS), default="label",
                    help="what --focus-share draws: label, lettered or numbered public questions "
                    "answered with the option's letter or number (default); lookup, questions "
                    "that name an object and ask one of its attributes (issue #13)")
