@@ -42,8 +42,8 @@ from public_formats import load_tiny, model_arguments
 
 pretrain = importlib.import_module("drake.models.pretrain")
 
-#: The look-up families and, for each, the attribute asked (its answer) and the one named.
-LOOKUPS = {"colour": "colour", "shape": "shape"}
+#: The look-up families; each is named after the attribute it asks (its answer).
+LOOKUPS = ("colour", "shape")
 SLOTS = ("colour", "shape", "fill", "size")
 #: Public questions generated at a time while collecting the look-up families.
 _CHUNK = 400
@@ -97,8 +97,7 @@ def grounding(bundle: Any, samples: Sequence[dict[str, Any]]) -> tuple[dict[str,
     """:func:`slot_accuracy` of ``samples``' pictures through ``bundle``'s tower and projector,
     and the number of cells holding an object."""
     model = bundle.model
-    encoded, inputs = pretrain._prepare(bundle, samples)
-    features = pretrain._Features(bundle, inputs)
+    features = pretrain._Features(bundle, pretrain._picture_inputs(bundle, samples))
     feats, words = features.rows(range(len(samples)))
     with torch.no_grad():
         projected = model.model.multi_modal_projector(feats).reshape(-1, bundle.hidden_size)
@@ -144,8 +143,8 @@ def attention(bundle: Any, samples: Sequence[dict[str, Any]], attribute: str,
             named, others = object_cells(sample, attribute)
             if not named or not others:
                 continue
-            encoded, inputs = pretrain._prepare(bundle, [sample])
             prompt = bundle._encode(sample, answer=None, eos=False)
+            inputs = pretrain._picture_inputs(bundle, [sample])
             feats, words = pretrain._Features(bundle, inputs).rows([0])
             batch, embeds, _ = pretrain.multimodal_inputs(
                 bundle, [pretrain._Encoded(prompt.ids, prompt.labels, [])], feats, words)
@@ -170,11 +169,11 @@ def measure(bundle: Any, count: int, seed: int, heads: int = 0) -> dict[str, Any
     pictures = [s for family in LOOKUPS for s in questions[family]]
     seen, cells = grounding(bundle, pictures)
     result: dict[str, Any] = {"grounding": seen, "cells": cells, "lookups": {}}
-    for family, attribute in LOOKUPS.items():
-        samples = questions[family]
+    for attribute in LOOKUPS:
+        samples = questions[attribute]
         outputs = bundle.generate(samples, max_new_tokens=4, batch_size=64)
         answers = [o.strip() for o in outputs]
-        result["lookups"][family] = {
+        result["lookups"][attribute] = {
             "questions": len(samples),
             "accuracy": float(np.mean([a == s["answer"] for a, s in zip(answers, samples)])),
             "present_guess": float(np.mean([present_guess(s, attribute) for s in samples])),
@@ -182,7 +181,8 @@ def measure(bundle: Any, count: int, seed: int, heads: int = 0) -> dict[str, Any
                 a in {o[attribute] for o in scene_objects(s)} for a, s in zip(answers, samples)])),
         }
         if heads:
-            result["lookups"][family]["attention"] = attention(bundle, samples, attribute, heads)
+            result["lookups"][attribute]["attention"] = attention(bundle, samples, attribute,
+                                                                  heads)
     return result
 
 

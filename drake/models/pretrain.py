@@ -353,8 +353,8 @@ def _mark_options(bundle: ModelBundle, encoded: _Encoded, answer: str) -> _Encod
     the look-up is checked on every option line before the answer's label is copied from the
     marked one. A prompt without option lines, or whose answer labels none of them, is left
     as it is."""
-    lines = _option_lines(bundle, encoded.ids)
-    if answer.strip() not in {label for label, _ in lines}:
+    lines, gold = _option_lines(bundle, encoded.ids), answer.strip()
+    if gold not in {label for label, _ in lines}:
         return encoded
     yes, no = bundle.tokenizer.convert_tokens_to_ids(["\u2581Yes", "\u2581No"])
     labels = list(encoded.labels)
@@ -362,7 +362,7 @@ def _mark_options(bundle: ModelBundle, encoded: _Encoded, answer: str) -> _Encod
         # the target at end + 1 is what the hidden state at ``end`` predicts (a prompt always
         # goes on after its last option line: the instruction, then the chat suffix)
         if end + 1 < len(labels):
-            labels[end + 1] = yes if label == answer.strip() else no
+            labels[end + 1] = yes if label == gold else no
     return _Encoded(encoded.ids, labels, encoded.images)
 
 
@@ -761,7 +761,7 @@ def _pool_loss(bundle: ModelBundle,
     :class:`_Features` and the rows drawn from it."""
     items, feats, words = [], [], []
     for encoded, features, rows in picks:
-        items += [_Encoded(encoded[i].ids, encoded[i].labels, []) for i in rows]
+        items += [encoded[i] for i in rows]  # :func:`_prepare` dropped their pictures
         f, w = features.rows(rows)
         feats.append(f)
         words.append(w)
