@@ -1,6 +1,7 @@
 """Worker process of :func:`drake.models.pretrain.pretrain_many`.
 
-``python -m drake.models._pretrain_worker '<json arguments>'`` pretrains one tiny model and
+``python -m drake.models._pretrain_worker '<json arguments>'`` pretrains one tiny model
+(:func:`drake.models.pretrain.train_family`: stage 2, its look-up stage, or both) and
 writes JSON lines to stdout: ``{"step", "steps", "loss"}`` every 10 steps, then ``{"folder"}``.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 def main(payload: str) -> int:
     """Pretrain the model described by ``payload`` (JSON) and report on stdout."""
-    from drake.models.pretrain import pretrain
+    from drake.models.pretrain import train_family
     from drake.workers import exit_with_parent
 
     exit_with_parent()  # a killed `drake models pretrain` takes its workers with it
@@ -28,7 +29,7 @@ def main(payload: str) -> int:
             out.write(json.dumps({"step": step, "steps": steps, "loss": loss}) + "\n")
             out.flush()
 
-    folder = pretrain(name, progress=report, **args)
+    folder = train_family(name, progress=report, **args)
     out.write(json.dumps({"folder": str(folder)}) + "\n")
     out.flush()
     return 0

@@ -93,6 +93,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
 
     from drake.errors import UnknownNameError
     from drake.models.clip_pretrain import CLIP_FOLDER
+    from drake.models.lookup_pretrain import LOOKUP_STAGE
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
     from drake.models.shipped import SHIPPED_SHA256
     from drake.models.tap_pretrain import TAP_PRETRAIN_MODELS
@@ -105,6 +106,11 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                 f"--model {name!r} is not a tiny model; choose one of "
                 f"{', '.join(everything)} or all (real backbones come pretrained)"
             )
+    if args.lookup_only:  # stage 3 is the tiny LLaVA families' alone
+        others = [n for n in names if n not in TINY_MODELS]
+        if args.model != "all" and others:
+            raise ValueError(f"--lookup-only trains {' or '.join(TINY_MODELS)}, not {others[0]}")
+        names = [n for n in names if n in TINY_MODELS]
     root = Path(args.cache_dir) if args.cache_dir else None
     for name in [n for n in names if n in TAP_PRETRAIN_MODELS]:
         _pretrain_tap(args, root, name)
@@ -112,8 +118,10 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     names = [n for n in names if n in TINY_MODELS]
     if not names:  # tiny-clip or the TAP backbones alone
         return _pretrain_clip(args, root) if clip else 0
-    totals = {name: args.steps for name in names}
-    if not args.reuse_vision:
+    if args.lookup_only and not args.lookup_steps:
+        raise ValueError("--lookup-only runs the look-up stage alone: give it --lookup-steps > 0")
+    totals = {name: (0 if args.lookup_only else args.steps) + args.lookup_steps for name in names}
+    if not (args.reuse_vision or args.lookup_only):
         totals = {VISION_FOLDER: args.vision_steps, **totals}
     bars = {name: tqdm(total=total, desc=f"pretraining {name}", unit="step", file=sys.stderr,
                        position=i, disable=None)
@@ -124,7 +132,9 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
 
     try:
         folders = pretrain_many(names, workers=args.workers, progress=update, out_dir=root,
-                                vision=not args.reuse_vision, steps=args.steps, seed=args.seed,
+                                vision=not (args.reuse_vision or args.lookup_only),
+                                language=not args.lookup_only, lookup_steps=args.lookup_steps,
+                                lookup_share=args.lookup_share, steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
                                 fresh=args.fresh_samples, sample_workers=args.sample_workers,
@@ -147,10 +157,15 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             seen = report["held_out_accuracy"]
             line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
         else:
-            if report["accuracy_after"]:
-                line += (f"; held-out public accuracy (exact match, mean over families) "
-                         f"{report['accuracy_before']['mean']:.2f} -> "
-                         f"{report['accuracy_after']['mean']:.2f}")
+            line += _held_out(report)
+            lookup = report.get(LOOKUP_STAGE)
+            if lookup is not None:
+                line += (f"; then the look-up stage: {lookup['steps']} steps in "
+                         f"{lookup['wall_seconds']:.0f}s, final loss {lookup['final_loss']:.3f}")
+                resumed = [str(part["step"]) for part in lookup["resumed_at"]]
+                if resumed:
+                    line += f" (resumed at step {', '.join(resumed)})"
+                line += _held_out(lookup)
             pinned = SHIPPED_SHA256.get(name)
             if pinned is not None:
                 same = report["weights_sha256"] == pinned
@@ -158,6 +173,14 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                          f"; differs from the shipped weights ({_DIFFERS})")
         sys.stdout.write(line + f"\n  saved to {folder}\n")
     return _pretrain_clip(args, root) if clip else 0
+
+
+def _held_out(report: dict[str, Any]) -> str:
+    """A stage's held-out public accuracy before -> after, when it scored any."""
+    if not report["accuracy_after"]:
+        return ""
+    return (f"; held-out public accuracy (exact match, mean over families) "
+            f"{report['accuracy_before']['mean']:.2f} -> {report['accuracy_after']['mean']:.2f}")
 
 
 def _pretrain_tap(args: argparse.Namespace, root: Path | None, name: str) -> None:
@@ -238,6 +261,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_CLIP_STEPS,
         DEFAULT_CLIP_TOWER_STEPS,
     )
+    from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE, DEFAULT_LOOKUP_STEPS
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_CHECKPOINT_EVERY,
@@ -315,6 +339,16 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--mark-options", action="store_true",
                    help="language stage: also train the end of every option line of a lettered "
                    "or numbered question to say Yes when it holds the answer and No otherwise")
+    p.add_argument("--lookup-steps", type=int, default=DEFAULT_LOOKUP_STEPS,
+                   help="stage 3, after the language stage: steps that teach the tiny LLaVA "
+                   "families to look a named object up, attention supervised (default "
+                   f"{DEFAULT_LOOKUP_STEPS}; 0 skips it)")
+    p.add_argument("--lookup-share", type=float, default=DEFAULT_LOOKUP_SHARE,
+                   help="stage 3: share of its samples that are look-up questions (default "
+                   f"{DEFAULT_LOOKUP_SHARE})")
+    p.add_argument("--lookup-only", action="store_true",
+                   help="run stage 3 alone, on the stage-2 weights in the cache (or the shipped "
+                   "ones when no --cache-dir is named and the cache has none)")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
                    help="both stages: steps between checkpoints (default "
                    f"{DEFAULT_CHECKPOINT_EVERY}; 0: none); a stopped run resumes from its last "

@@ -90,6 +90,7 @@ __all__ = [
     "pretrain",
     "pretrain_vision",
     "pretrain_many",
+    "train_family",
     "public_tasks",
     "public_samples",
     "evaluate_open",
@@ -105,6 +106,7 @@ __all__ = [
     "DEFAULT_TRAIN_SIZE",
     "DEFAULT_EVAL_SIZE",
     "DEFAULT_CHECKPOINT_EVERY",
+    "DEFAULT_LOOKUP_STEPS",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,6 +117,8 @@ DEFAULT_LR = 1e-3
 DEFAULT_TRAIN_SIZE = 40000
 DEFAULT_EVAL_SIZE = 400
 DEFAULT_CHECKPOINT_EVERY = 250
+#: Steps of stage 3, the look-up stage (:mod:`drake.models.lookup_pretrain`).
+DEFAULT_LOOKUP_STEPS = 0
 DEFAULT_VISION_STEPS = 8000
 DEFAULT_VISION_BATCH_SIZE = 32
 DEFAULT_VISION_LR = 2e-3
@@ -802,16 +806,18 @@ def multimodal_inputs(bundle: ModelBundle, items: Sequence[_Encoded], feats: tor
 
 
 class _Checkpoint:
-    """A stage's resumable state, beside the model folder (``.<name>.resume/``):
+    """A stage's resumable state, beside the model folder (``.<name>.<suffix>/``, stage 2's
+    ``.<name>.resume/``):
     ``state.json`` (the step, the run's arguments, the losses so far, stage 2's held-out
     accuracy before training, the numpy generator) and the safetensors file it names (the trainable
     weights, AdamW's state, torch's generators). A save writes a new tensor file, then
     replaces ``state.json`` atomically, then drops the old file: a crash at any point leaves
     one whole checkpoint."""
 
-    def __init__(self, model_folder: Path, arguments: dict[str, Any]) -> None:
+    def __init__(self, model_folder: Path, arguments: dict[str, Any],
+                 suffix: str = "resume") -> None:
         self.name = model_folder.name
-        self.folder = model_folder.parent / f".{self.name}.resume"
+        self.folder = model_folder.parent / f".{self.name}.{suffix}"
         self.arguments = arguments
         #: where the run started, and each resume's step and machine (float kernels differ
         #: between CPU types, so a run resumed on another one differs from an unbroken run)
@@ -1120,6 +1126,10 @@ ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
                 "device", "fresh", "sample_workers", "checkpoint_every", "focus_share", "focus",
                 "mark_options"}
+#: Stage 3's own arguments (:mod:`drake.models.lookup_pretrain`); it shares ``out_dir``,
+#: ``seed``, ``batch_size``, ``lr``, ``eval_size``, ``device`` and ``checkpoint_every``.
+_LOOKUP_ARGS = {"lookup_steps": "steps", "lookup_share": "share"}
+_LOOKUP_SHARED = ("out_dir", "seed", "batch_size", "lr", "eval_size", "device", "checkpoint_every")
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
 
@@ -1130,10 +1140,13 @@ def pretrain_many(
     workers: int | None = None,
     progress: ManyProgress | None = None,
     vision: bool = True,
+    language: bool = True,
     **kwargs: Any,
 ) -> dict[str, Path]:
-    """Both stages: the vision tower (unless ``vision=False`` reuses the cached one), then the
-    language stage of several tiny models, in parallel worker processes when cores allow.
+    """The stages: the vision tower (unless ``vision=False`` reuses the cached one), then the
+    language stage of several tiny models (unless ``language=False`` starts from their cached
+    or shipped stage-2 weights) and their look-up stage (``lookup_steps`` > 0), in parallel
+    worker processes when cores allow.
 
     Each model trains single-threaded (see :func:`pretrain`), so ``workers`` processes use
     ``workers`` cores and every model gets exactly the weights a lone :func:`pretrain` call
@@ -1155,7 +1168,11 @@ def pretrain_many(
         ``out_dir``, ``seed``, ``device`` (both stages); ``steps``, ``batch_size``, ``lr``,
         ``train_size``, ``eval_size``, ``fresh``, ``focus_share``, ``focus``,
         ``mark_options`` (stage 2); ``vision_steps``, ``vision_batch_size``,
-        ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1).
+        ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1);
+        ``lookup_steps`` (default :data:`DEFAULT_LOOKUP_STEPS`; 0: none), ``lookup_share``
+        (stage 3, which also
+        takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and ``checkpoint_every``).
+        A model's ``progress`` counts stage 2's steps, then stage 3's after them.
 
     Returns
     -------
@@ -1171,11 +1188,15 @@ def pretrain_many(
     for name in names:
         if not get_info(name).offline:
             raise ValueError(f"{name} is not a tiny model; pretrain one of {', '.join(TINY_MODELS)}")
-    unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS))
+    unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS) - set(_LOOKUP_ARGS))
     if unknown:
         raise TypeError(f"pretrain_many got unexpected argument(s) {unknown}")
     _check_device(kwargs.get("device") or "cpu")
     stage2 = {k: v for k, v in kwargs.items() if k in _STAGE2_ARGS and v is not None}
+    stages = {"language": language, **{k: v for k, v in kwargs.items()
+                                        if k in _LOOKUP_ARGS and v is not None}}
+    if not language and not stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS):
+        raise ValueError("language=False trains nothing without lookup_steps > 0")
     results: dict[str, Path] = {}
     if vision:
         stage1 = {_VISION_ARGS[k]: v for k, v in kwargs.items() if k in _VISION_ARGS
@@ -1192,15 +1213,38 @@ def pretrain_many(
         raise ValueError(f"workers must be >= 1, got {workers}")
     if workers == 1 or len(names) == 1:
         for name in names:
-            results[name] = pretrain(
+            results[name] = train_family(
                 name, progress=(None if progress is None else
-                                (lambda s, t, v, n=name: progress(n, s, t, v))), **stage2)
+                                (lambda s, t, v, n=name: progress(n, s, t, v))),
+                **stages, **stage2)
         return results
     pending = list(names)
     while pending:
         batch, pending = pending[:workers], pending[workers:]
-        results.update(_run_workers(batch, stage2, progress))
+        results.update(_run_workers(batch, {**stages, **stage2}, progress))
     return results
+
+
+def train_family(name: str, *, progress: Progress | None = None, language: bool = True,
+                 lookup_steps: int = DEFAULT_LOOKUP_STEPS, lookup_share: float | None = None,
+                 **stage2: Any) -> Path:
+    """One tiny family's stage 2 (:func:`pretrain`, unless ``language=False``), then its look-up
+    stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`).
+    ``progress`` counts stage 3's steps after stage 2's."""
+    folder = pretrain(name, progress=progress, **stage2) if language else None
+    if not lookup_steps:
+        assert folder is not None, "nothing to train"
+        return folder
+    from drake.models.lookup_pretrain import pretrain_lookup
+
+    done = stage2.get("steps", DEFAULT_STEPS) if language else 0
+    shared = {k: stage2[k] for k in _LOOKUP_SHARED if k in stage2}
+    if lookup_share is not None:
+        shared["share"] = lookup_share
+    return pretrain_lookup(
+        name, steps=lookup_steps, **shared,
+        progress=None if progress is None else
+        (lambda s, t, v: progress(done + s, done + t, v)))
 
 
 def _run_workers(names: Sequence[str], kwargs: dict[str, Any],

@@ -39,17 +39,18 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
         "models", "pretrain", "--model", "tiny-llava-qwen", "--steps", "2", "--batch-size", "2",
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
         "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples", "--sample-workers", "1",
-        "--focus-share", "0.5", "--focus", "lookup", "--mark-options",
+        "--focus-share", "0.5", "--focus", "lookup", "--mark-options", "--lookup-steps", "2",
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "tiny-llava-qwen: 2 steps" in out and "held-out public accuracy" in out
+    assert "then the look-up stage: 2 steps in" in out
     assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["steps"] == 2 and report["batch_size"] == 2
     assert report["fresh_samples"] is True and report["train_samples"] == 4
     assert report["focus"] == {"share": 0.5, "kind": "lookup"} and report["mark_options"] is True
-    assert report["device"].startswith("cpu")
+    assert report["device"].startswith("cpu") and report["lookup_stage"]["steps"] == 2
     args = _parser().parse_args(["models", "list", "--cache-dir", str(tmp_path)])
     args.func(args)
     assert "yes (pretrained in the cache)" in capsys.readouterr().out
@@ -72,7 +73,7 @@ def test_models_pretrain_resumes_a_stopped_run(capsys, tmp_path):
     args = _parser().parse_args([
         "models", "pretrain", "--model", "tiny-llava-qwen", "--reuse-vision", "--steps", "4",
         "--batch-size", "2", "--train-size", "8", "--eval-size", "3", "--checkpoint-every", "2",
-        "--cache-dir", str(tmp_path)])
+        "--lookup-steps", "0", "--cache-dir", str(tmp_path)])
     assert args.func(args) == 0
     out, err = capsys.readouterr()
     assert "tiny-llava-qwen: 4 steps in" in out and "(resumed at step 2)" in out
@@ -98,3 +99,26 @@ def test_models_pretrain_refuses_real_backbones(tmp_path):
                                  "--cache-dir", str(tmp_path)])
     with pytest.raises(UnknownNameError, match="not a tiny model"):
         args.func(args)
+
+
+def test_models_pretrain_lookup_only_runs_stage_three_on_the_cached_weights(capsys, tmp_path):
+    from drake.models.pretrain import pretrain, pretrain_vision
+
+    pretrain_vision(out_dir=tmp_path, seed=0, steps=2, batch_size=2, pictures=4,
+                    eval_pictures=4)
+    pretrain("tiny-llava-qwen", out_dir=tmp_path, steps=2, batch_size=2, train_size=4,
+             eval_size=0)
+    argv = ["models", "pretrain", "--model", "tiny-llava-qwen", "--lookup-only",
+            "--batch-size", "2", "--eval-size", "2", "--cache-dir", str(tmp_path)]
+    args = _parser().parse_args([*argv, "--lookup-steps", "0"])
+    with pytest.raises(ValueError, match="--lookup-only runs the look-up stage alone"):
+        args.func(args)
+    args = _parser().parse_args([*argv, "--lookup-steps", "2", "--model", "tiny-clip"])
+    with pytest.raises(ValueError, match="--lookup-only trains .*, not tiny-clip"):
+        args.func(args)
+    args = _parser().parse_args([*argv, "--lookup-steps", "2"])
+    assert args.func(args) == 0
+    out, err = capsys.readouterr()
+    assert "tiny-llava-qwen: 2 steps in" in out and "then the look-up stage: 2 steps in" in out
+    assert "tiny-vision" not in out + err  # no stage 1, no stage 2
+    assert re.findall(r"tiny-llava-qwen: step (\d+)/2", err) == ["1", "2"]  # stage 3 alone

@@ -201,7 +201,7 @@ def test_parallel_workers_give_the_same_weights(tmp_path):
     folders = pretrain_many(["tiny-llava-llama", "tiny-llava-qwen"], workers=2,
                             out_dir=tmp_path / "par", seed=1, progress=lambda *a: seen.append(a),
                             vision_steps=3, vision_batch_size=2, vision_pictures=6,
-                            vision_eval_pictures=6, **{**MICRO, "steps": 10})
+                            vision_eval_pictures=6, lookup_steps=0, **{**MICRO, "steps": 10})
     folders.pop("tiny-vision")
     alone_root = _with_vision(tmp_path / "par", tmp_path / "alone")
     alone = pretrain("tiny-llava-llama", out_dir=alone_root, seed=1, **{**MICRO, "steps": 10})

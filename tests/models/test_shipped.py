@@ -79,6 +79,7 @@ def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
     import importlib
 
     stage = importlib.import_module("drake.models.pretrain")
+    lookup_stage = importlib.import_module("drake.models.lookup_pretrain")
 
     for name in TINY_MODELS:
         report = json.loads((SHIPPED_ROOT / name / "pretrain_report.json").read_text())
@@ -87,6 +88,16 @@ def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
         assert report["train_samples"] == stage.DEFAULT_TRAIN_SIZE
         assert report["eval_samples"] == stage.DEFAULT_EVAL_SIZE
         assert report["grounding_weight"] == stage.GROUNDING_WEIGHT
+        lookup = report.get("lookup_stage")  # stage 3, when the defaults run it
+        if stage.DEFAULT_LOOKUP_STEPS:
+            assert (lookup["steps"], lookup["batch_size"], lookup["lr"], lookup["seed"]) == (
+                stage.DEFAULT_LOOKUP_STEPS, stage.DEFAULT_BATCH_SIZE, stage.DEFAULT_LR, 0)
+            assert lookup["lookup_share"] == lookup_stage.DEFAULT_LOOKUP_SHARE
+            assert lookup["pointer_weight"] == lookup_stage.POINTER_WEIGHT
+            assert lookup["pointer_heads"] == [list(h) for h in lookup_stage.POINTER_HEADS[name]]
+            assert lookup["eval_samples"] == stage.DEFAULT_EVAL_SIZE
+        else:
+            assert lookup is None
     reports = [json.loads((SHIPPED_ROOT / n / "pretrain_report.json").read_text())
                for n in TINY_MODELS]
     assert len({r["vision_sha256"] for r in reports}) == 1  # one tower for both families
