@@ -655,16 +655,9 @@ def pretrain_vision(
                 group["lr"] = _lr_at(step, steps, lr, warm=200, floor=0.05)
             loss, _ = heads.loss(features(x_train[rows]),
                                  {k: v[rows.to(device)] for k, v in y_train.items()})
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            if checkpoint.due(step + 1, checkpoint_every):
-                checkpoint.save(step + 1, trained, optimizer, rng, device, losses=losses,
-                                before={}, elapsed=time.perf_counter() - started)
-            if progress is not None:
-                progress(step + 1, steps, losses[-1])
+            _optimise(loss, optimizer, params, losses)
+            checkpoint.after(step + 1, checkpoint_every, trained, optimizer, rng, device,
+                             losses=losses, before={}, started=started, progress=progress)
         tower.eval()
         with torch.no_grad():
             feats = torch.cat([features(x_held[i:i + 256]) for i in range(0, len(x_held), 256)])
@@ -805,6 +798,17 @@ def multimodal_inputs(bundle: ModelBundle, items: Sequence[_Encoded], feats: tor
     return batch, embeds, grounding
 
 
+def _optimise(loss: torch.Tensor, optimizer: torch.optim.Optimizer,
+              params: Sequence[torch.Tensor], losses: list[float]) -> None:
+    """One optimisation step on ``loss`` (gradient norm clipped to 1), its value appended to
+    ``losses``."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    losses.append(float(loss.detach()))
+
+
 class _Checkpoint:
     """A stage's resumable state, beside the model folder (``.<name>.<suffix>/``, stage 2's
     ``.<name>.resume/``):
@@ -877,6 +881,18 @@ class _Checkpoint:
         """Whether to save after step ``done``: every ``every`` steps (0: never), not after
         the last one (the finished run is saved instead)."""
         return bool(every) and done % every == 0 and done < self.arguments["steps"]
+
+    def after(self, done: int, every: int, model: torch.nn.Module,
+              optimizer: torch.optim.Optimizer, rng: np.random.Generator, device: str, *,
+              losses: list[float], before: dict[str, float], started: float,
+              progress: Progress | None) -> None:
+        """After step ``done``: save when :meth:`due` (the run's time counted from
+        ``started``), then report the step to ``progress``."""
+        if self.due(done, every):
+            self.save(done, model, optimizer, rng, device, losses=losses, before=before,
+                      elapsed=time.perf_counter() - started)
+        if progress is not None:
+            progress(done, self.arguments["steps"], losses[-1])
 
     def save(self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
              rng: np.random.Generator, device: str, *, losses: list[float],
@@ -1057,16 +1073,9 @@ def pretrain(
                     encoded, features = pools[k]
                     picks.append((encoded, features, _draw(rng, len(encoded), count)))
             loss = _pool_loss(bundle, picks)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            if checkpoint.due(step + 1, checkpoint_every):
-                checkpoint.save(step + 1, model, optimizer, rng, device, losses=losses,
-                                before=before, elapsed=time.perf_counter() - started)
-            if progress is not None:
-                progress(step + 1, steps, losses[-1])
+            _optimise(loss, optimizer, params, losses)
+            checkpoint.after(step + 1, checkpoint_every, model, optimizer, rng, device,
+                             losses=losses, before=before, started=started, progress=progress)
         model.eval()
         after = evaluate_open(bundle, held_out)
     model.requires_grad_(False)
