@@ -350,7 +350,7 @@ def add_cli(subparsers: Any) -> None:
                    help="run stage 3 alone, on the stage-2 weights in the cache (or the shipped "
                    "ones when no --cache-dir is named and the cache has none)")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
-                   help="both stages: steps between checkpoints (default "
+                   help="every stage: steps between checkpoints (default "
                    f"{DEFAULT_CHECKPOINT_EVERY}; 0: none); a stopped run resumes from its last "
                    "one when rerun with the same arguments, to the same bytes")
     p.add_argument("--eval-size", type=int, default=DEFAULT_EVAL_SIZE,

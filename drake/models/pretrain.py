@@ -1137,7 +1137,7 @@ _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "e
                 "mark_options"}
 #: Stage 3's own arguments (:mod:`drake.models.lookup_pretrain`); it shares ``out_dir``,
 #: ``seed``, ``batch_size``, ``lr``, ``eval_size``, ``device`` and ``checkpoint_every``.
-_LOOKUP_ARGS = {"lookup_steps": "steps", "lookup_share": "share"}
+_LOOKUP_ARGS = {"lookup_steps", "lookup_share"}
 _LOOKUP_SHARED = ("out_dir", "seed", "batch_size", "lr", "eval_size", "device", "checkpoint_every")
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
@@ -1179,8 +1179,8 @@ def pretrain_many(
         ``mark_options`` (stage 2); ``vision_steps``, ``vision_batch_size``,
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1);
         ``lookup_steps`` (default :data:`DEFAULT_LOOKUP_STEPS`; 0: none), ``lookup_share``
-        (stage 3, which also
-        takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and ``checkpoint_every``).
+        (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
+        ``checkpoint_every``).
         A model's ``progress`` counts stage 2's steps, then stage 3's after them.
 
     Returns
@@ -1197,7 +1197,7 @@ def pretrain_many(
     for name in names:
         if not get_info(name).offline:
             raise ValueError(f"{name} is not a tiny model; pretrain one of {', '.join(TINY_MODELS)}")
-    unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS) - set(_LOOKUP_ARGS))
+    unknown = sorted(set(kwargs) - _STAGE2_ARGS - set(_VISION_ARGS) - _LOOKUP_ARGS)
     if unknown:
         raise TypeError(f"pretrain_many got unexpected argument(s) {unknown}")
     _check_device(kwargs.get("device") or "cpu")
@@ -1240,9 +1240,10 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
     """One tiny family's stage 2 (:func:`pretrain`, unless ``language=False``), then its look-up
     stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`).
     ``progress`` counts stage 3's steps after stage 2's."""
+    if not (language or lookup_steps):
+        raise ValueError(f"{name}: language=False trains nothing without lookup_steps > 0")
     folder = pretrain(name, progress=progress, **stage2) if language else None
     if not lookup_steps:
-        assert folder is not None, "nothing to train"
         return folder
     from drake.models.lookup_pretrain import pretrain_lookup
 
