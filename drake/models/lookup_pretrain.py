@@ -71,6 +71,7 @@ from drake.models.pretrain import (
     _Features,
     _fresh_samples,
     _FreshStream,
+    _language_loss,
     _lr_at,
     _meta,
     _optimise,
@@ -79,9 +80,7 @@ from drake.models.pretrain import (
     _sha256,
     _staged,
     _versions,
-    answer_loss,
     evaluate_open,
-    multimodal_inputs,
 )
 from drake.models.shipped import shipped_folder
 from drake.models.zoo import TINY_MODELS
@@ -343,11 +342,10 @@ def _step_loss(bundle: Any, samples: Sequence[dict[str, Any]],
     """Stage 2's answer and grounding losses on ``samples`` plus the weighted pointer loss."""
     items, inputs = _prepare(bundle, samples)
     feats, words = _Features(bundle, inputs).rows(range(len(samples)))
-    batch, embeds, grounding = multimodal_inputs(bundle, items, feats, words)
-    out = bundle.model.model.language_model(
-        inputs_embeds=embeds, attention_mask=batch["attention_mask"], use_cache=False,
-        output_attentions=True)
-    loss = answer_loss(bundle, batch, out.last_hidden_state) + GROUNDING_WEIGHT * grounding
-    pointer = pointer_loss(out.attentions, items, [named_cells(s) for s in samples],
-                           bundle.image_token_id, heads)
-    return loss if pointer is None else loss + POINTER_WEIGHT * pointer
+    cells = [named_cells(s) for s in samples]
+
+    def pointer(attentions: Sequence[torch.Tensor]) -> torch.Tensor | None:
+        loss = pointer_loss(attentions, items, cells, bundle.image_token_id, heads)
+        return None if loss is None else POINTER_WEIGHT * loss
+
+    return _language_loss(bundle, items, feats, words, extra=pointer)

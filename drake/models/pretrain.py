@@ -743,12 +743,19 @@ def _encoded_pool(bundle: ModelBundle, samples: Sequence[dict[str, Any]], marks:
 
 
 def _language_loss(bundle: ModelBundle, items: Sequence[_Encoded], feats: torch.Tensor,
-                   words: torch.Tensor) -> torch.Tensor:
+                   words: torch.Tensor,
+                   extra: Callable[[Sequence[torch.Tensor]], torch.Tensor | None] | None = None
+                   ) -> torch.Tensor:
+    """Stage 2's loss (answer cross-entropy plus the weighted grounding loss); ``extra``, given
+    the language model's attention weights per layer, adds its loss unless it returns None
+    (stage 3's pointer loss)."""
     model = bundle.model
     batch, embeds, grounding = multimodal_inputs(bundle, items, feats, words)
-    hidden = model.model.language_model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
-                                        use_cache=False).last_hidden_state
-    return answer_loss(bundle, batch, hidden) + GROUNDING_WEIGHT * grounding
+    out = model.model.language_model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
+                                     use_cache=False, output_attentions=extra is not None)
+    loss = answer_loss(bundle, batch, out.last_hidden_state) + GROUNDING_WEIGHT * grounding
+    more = None if extra is None else extra(out.attentions)
+    return loss if more is None else loss + more
 
 
 def _pool_loss(bundle: ModelBundle,
