@@ -286,8 +286,8 @@ def add_cli(subparsers: Any) -> None:
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
                        "and tiny-clip on synth-cls-style pictures, and cache them (offline; about "
-                       "two hours on two CPU cores, tiny-clip alone about six and a half "
-                       "minutes; the suite ships their result)")
+                       "two and a quarter hours on two CPU cores, tiny-clip alone about six and a "
+                       "half minutes; the suite ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{', '.join(TINY_MODELS)}, tiny-clip, tiny-tap or tiny-tap-vilt, or "
                    "all (default)")

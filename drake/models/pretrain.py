@@ -117,8 +117,9 @@ DEFAULT_LR = 1e-3
 DEFAULT_TRAIN_SIZE = 40000
 DEFAULT_EVAL_SIZE = 400
 DEFAULT_CHECKPOINT_EVERY = 250
-#: Steps of stage 3, the look-up stage (:mod:`drake.models.lookup_pretrain`).
-DEFAULT_LOOKUP_STEPS = 0
+#: Steps of stage 3, the look-up stage (:mod:`drake.models.lookup_pretrain`); the shipped
+#: weights went through it.
+DEFAULT_LOOKUP_STEPS = 1500
 DEFAULT_VISION_STEPS = 8000
 DEFAULT_VISION_BATCH_SIZE = 32
 DEFAULT_VISION_LR = 2e-3

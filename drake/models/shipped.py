@@ -1,6 +1,6 @@
 """The tiny families' pretrained weights, shipped inside the package.
 
-Pretraining both tiny families takes about two hours on two CPU cores (:mod:`drake.models.pretrain`),
+Pretraining both tiny families takes about two and a quarter hours on two CPU cores (:mod:`drake.models.pretrain`),
 too long for a quickstart or a CI run, so the suite ships its result (and tiny-clip's and the
 tiny TAP backbones', :mod:`drake.models.clip_pretrain`, :mod:`drake.models.tap_pretrain`): ``weights/<name>/`` holds
 what ``drake models pretrain`` (default arguments, seed 0) writes to the model cache. Each
@@ -27,8 +27,8 @@ WEIGHTS_FILE = "model.safetensors"
 
 #: sha256 of each shipped ``model.safetensors``.
 SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({
-    "tiny-llava-llama": "a31d5cac94233c5e0d732e90cb36f6d39b19fc55388a50bbda0382c314f4ab27",
-    "tiny-llava-qwen": "b232fe8f758edd7fe2ff543860bc2402d7547c2362a52cc7dc9a3dc5186b318f",
+    "tiny-llava-llama": "17a1a06bcd45162529ff8fadceb1327702301728b02827c5a457fc89cf6ad048",
+    "tiny-llava-qwen": "f35e476fa432c90b4f2e4a95548ba7433504bda5961f35d8ef5efe81ea93cb3a",
     # the text side and the image tower's last stage (drake.models.clip_pretrain); the rest of
     # the tower is tiny-llava-llama's
     "tiny-clip": "f18239364712da1e47f0f062fd55716a15d06322241ac83241cd4d2e69afa7f8",
