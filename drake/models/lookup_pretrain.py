@@ -21,9 +21,10 @@ look-up) on the shipped weights, made by ``drake models pretrain --model all --l
 --lookup-steps 1500`` from the stage-2 weights: ``tiny-llava-qwen`` answers the colour of a
 named shape 91.3% of the time (53.0% before; answering a colour present in the picture at
 random scores 52.8%) and the shape of a named colour 87.5% (80.5%; line 52.0%, and its image
-tokens name their shape 88%); ``tiny-llava-llama`` 80.5% (50.7%) and 87.0% (44.0%). Held-out public exact match, mean over
-families: 0.59 -> 0.66 and 0.59 -> 0.63. In a first trial, supervising one head of the second
-layer alone reached 84% and 80% on ``tiny-llava-llama``.
+tokens name their shape 88%); ``tiny-llava-llama`` 80.5% (50.7%) and 87.0% (44.0%).
+Held-out public exact match, mean over families: 0.59 -> 0.66 and 0.59 -> 0.63. In a first
+trial, supervising one head of the second layer alone reached 84% and 80% on
+``tiny-llava-llama``.
 
 Like the other stages: AdamW, the learning rate warmed up over :data:`_WARM` steps then a cosine
 to 10%, gradient-norm clip 1, the vision tower frozen; one thread, deterministic algorithms,

@@ -1,9 +1,11 @@
 """The tiny families' pretrained weights, shipped inside the package.
 
-Pretraining both tiny families takes about two and a quarter hours on two CPU cores (:mod:`drake.models.pretrain`),
-too long for a quickstart or a CI run, so the suite ships its result (and tiny-clip's and the
-tiny TAP backbones', :mod:`drake.models.clip_pretrain`, :mod:`drake.models.tap_pretrain`): ``weights/<name>/`` holds
-what ``drake models pretrain`` (default arguments, seed 0) writes to the model cache. Each
+Pretraining both tiny families takes about two and a quarter hours on two CPU cores (three
+stages, :mod:`drake.models.pretrain` and :mod:`drake.models.lookup_pretrain`), too long for a
+quickstart or a CI run, so the suite ships its result (and tiny-clip's and the tiny TAP
+backbones', :mod:`drake.models.clip_pretrain`, :mod:`drake.models.tap_pretrain`):
+``weights/<name>/`` holds what ``drake models pretrain`` (default arguments, seed 0) writes to
+the model cache (the configuration files as stage 2 wrote them). Each
 ``model.safetensors`` is pinned below by its sha256 and checked every time it is loaded; a
 mismatch (a corrupted or hand-edited file) is an error, never a silent load.
 
