@@ -430,8 +430,8 @@ of a named shape 91.3% of the time (stage 2: 53.0%, line 52.8) and the shape of 
 87.5% (80.5%; its image tokens name their shape 88% of the time, a ceiling); `tiny-llava-llama`
 80.5% (50.7%) and 87.0% (44.0%). Asked a colour, every head of qwen's second layer puts 0.70
 to 0.87 per image token on the named cell against 0.05 to 0.15 on another object's (`--attention
-150`; stage 2: 0.33 to 0.40 against 0.28 to 0.35). Held-out public exact match, mean over families, goes from 0.59 to 0.66
-(qwen) and 0.63 (llama); the smallest look-up probe (`learnability.py --tasks
+150`; stage 2: 0.33 to 0.40 against 0.28 to 0.35). Held-out public exact match, mean over
+families, goes from 0.59 to 0.66 (qwen) and 0.63 (llama); the smallest look-up probe (`learnability.py --tasks
 probe-colour-lookup`, "Is the <shape> <colour>?", 200 held-out) reaches 82.5% with qwen's LoRA
 (stage 2: 78.5%) and 76.0% with llama's, short of issue #13's 90%. The calibration table above
 is measured on these weights: against the stage-2 weights at the same settings, 21 of 38 tasks
@@ -442,8 +442,8 @@ end higher (mean difference +2.3 points, sd 5.0), the mean gain over chance goes
 (one object large, one to three in all, closeness 0.5) and now has two to four objects and
 closeness 0.8 (78%), for headroom. The lettered, numbered and statement tasks stay near chance:
 `public_formats.py` on the shipped qwen gives open 63.6%, choice list 57.1%, lettered options
-36.8% (chance 37.2), numbered 37.8% (37.9), verdict 51.2% (50). The label step is what issue
-#13 now waits on.
+36.8% (chance 37.2), numbered 37.8% (37.9), verdict 51.2% (50). The label step, and sharing
+between clients (below), are what issue #13 now waits on.
 """
 
 
