@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from lora_probe import accuracy, lora_bundle, train
 
+from drake.card import TRANSFER_MARGIN
 from drake.workers import exit_with_parent
 
 
@@ -99,8 +100,9 @@ def main() -> None:
     for r in rows:
         print(f"{r['client']:<7}{r['test_samples']:>6}{r['chance']:>8.1f}{r['nothing']:>10.1f}"
               f"{r['own']:>9.1f}{r['others']:>12.1f}{r['others'] - r['nothing']:>+8.1f}")
-    helped = sum(r["others"] >= r["nothing"] + 5 for r in rows)
-    print(f"{helped} of {len(rows)} clients gain 5 points or more from the other clients' data "
+    helped = sum(r["others"] >= r["nothing"] + TRANSFER_MARGIN for r in rows)
+    print(f"{helped} of {len(rows)} clients gain {TRANSFER_MARGIN:g} points or more from the "
+          "other clients' data "
           f"(mean (c) - (a): {np.mean([r['others'] - r['nothing'] for r in rows]):+.1f}, "
           f"mean (b) - (a): {np.mean([r['own'] - r['nothing'] for r in rows]):+.1f})")
     if args.json:

@@ -215,9 +215,9 @@ def transfer_table(spec: BenchmarkSpec, path: Path = TRANSFER_FILE) -> str:
 TRANSFER_PROSE = """\
 Issue #13 asks that the others' data lift at least 6 of the 10 clients by 5 points; on the
 shipped weights it lifts none (the largest change is client 1's +4.5, while each score on 200
-test samples carries a standard error of about 3.5 points). A client's own data helps where its tasks are
-learnable (client 3, `synth-state` and `synth-answerable`: +20.5; client 7, +12.0), so the
-LoRA learns at this budget; what the clients' tasks share (the look-up, the option labels, the
+test samples carries a standard error of about 3.5 points). A client's own data helps where its
+tasks are learnable (client 3, `synth-state` and `synth-answerable`: +20.5; client 7, +12.0),
+so the LoRA learns at this budget; what the clients' tasks share (the look-up, the option labels, the
 quality and counting families) does not yet carry from one task to another. Until it does,
 drake-synth's Others scores measure format learning and noise, not knowledge sharing.
 """
@@ -431,8 +431,8 @@ of a named shape 91.3% of the time (stage 2: 53.0%, line 52.8) and the shape of 
 80.5% (50.7%) and 87.0% (44.0%). Asked a colour, every head of qwen's second layer puts 0.70
 to 0.87 per image token on the named cell against 0.05 to 0.15 on another object's (`--attention
 150`; stage 2: 0.33 to 0.40 against 0.28 to 0.35). Held-out public exact match, mean over
-families, goes from 0.59 to 0.66 (qwen) and 0.63 (llama); the smallest look-up probe (`learnability.py --tasks
-probe-colour-lookup`, "Is the <shape> <colour>?", 200 held-out) reaches 82.5% with qwen's LoRA
+families, goes from 0.59 to 0.66 (qwen) and 0.63 (llama); the smallest look-up probe
+(`learnability.py --tasks probe-colour-lookup`, "Is the <shape> <colour>?", 200 held-out) reaches 82.5% with qwen's LoRA
 (stage 2: 78.5%) and 76.0% with llama's, short of issue #13's 90%. The calibration table above
 is measured on these weights: against the stage-2 weights at the same settings, 21 of 38 tasks
 end higher (mean difference +2.3 points, sd 5.0), the mean gain over chance goes from +6.4 to
