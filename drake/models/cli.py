@@ -93,6 +93,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
 
     from drake.errors import UnknownNameError
     from drake.models.clip_pretrain import CLIP_FOLDER
+    from drake.models.label_pretrain import LABEL_STAGE
     from drake.models.lookup_pretrain import LOOKUP_STAGE
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
     from drake.models.shipped import SHIPPED_SHA256
@@ -106,10 +107,14 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                 f"--model {name!r} is not a tiny model; choose one of "
                 f"{', '.join(everything)} or all (real backbones come pretrained)"
             )
-    if args.lookup_only:  # stage 3 is the tiny LLaVA families' alone
+    if args.lookup_only and args.label_only:
+        raise ValueError("--lookup-only and --label-only each run one stage alone: give one "
+                         "(--lookup-only --label-steps N runs stages 3 and 4)")
+    only = "--lookup-only" if args.lookup_only else "--label-only" if args.label_only else None
+    if only:  # stages 3 and 4 are the tiny LLaVA families' alone
         others = [n for n in names if n not in TINY_MODELS]
         if args.model != "all" and others:
-            raise ValueError(f"--lookup-only trains {' or '.join(TINY_MODELS)}, not {others[0]}")
+            raise ValueError(f"{only} trains {' or '.join(TINY_MODELS)}, not {others[0]}")
         names = [n for n in names if n in TINY_MODELS]
     root = Path(args.cache_dir) if args.cache_dir else None
     for name in [n for n in names if n in TAP_PRETRAIN_MODELS]:
@@ -120,8 +125,12 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         return _pretrain_clip(args, root) if clip else 0
     if args.lookup_only and not args.lookup_steps:
         raise ValueError("--lookup-only runs the look-up stage alone: give it --lookup-steps > 0")
-    totals = {name: (0 if args.lookup_only else args.steps) + args.lookup_steps for name in names}
-    if not (args.reuse_vision or args.lookup_only):
+    if args.label_only and not args.label_steps:
+        raise ValueError("--label-only runs the label stage alone: give it --label-steps > 0")
+    lookup_steps = 0 if args.label_only else args.lookup_steps
+    totals = {name: (0 if only else args.steps) + lookup_steps + args.label_steps
+              for name in names}
+    if not (args.reuse_vision or only):
         totals = {VISION_FOLDER: args.vision_steps, **totals}
     bars = {name: tqdm(total=total, desc=f"pretraining {name}", unit="step", file=sys.stderr,
                        position=i, disable=None)
@@ -132,9 +141,10 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
 
     try:
         folders = pretrain_many(names, workers=args.workers, progress=update, out_dir=root,
-                                vision=not (args.reuse_vision or args.lookup_only),
-                                language=not args.lookup_only, lookup_steps=args.lookup_steps,
-                                lookup_share=args.lookup_share, steps=args.steps, seed=args.seed,
+                                vision=not (args.reuse_vision or only), language=not only,
+                                lookup_steps=lookup_steps, lookup_share=args.lookup_share,
+                                label_steps=args.label_steps, label_share=args.label_share,
+                                steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
                                 fresh=args.fresh_samples, sample_workers=args.sample_workers,
@@ -158,14 +168,16 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
         else:
             line += _held_out(report)
-            lookup = report.get(LOOKUP_STAGE)
-            if lookup is not None:
-                line += (f"; then the look-up stage: {lookup['steps']} steps in "
-                         f"{lookup['wall_seconds']:.0f}s, final loss {lookup['final_loss']:.3f}")
-                resumed = [str(part["step"]) for part in lookup["resumed_at"]]
+            for key, title in ((LOOKUP_STAGE, "look-up"), (LABEL_STAGE, "label")):
+                stage = report.get(key)
+                if stage is None:
+                    continue
+                line += (f"; then the {title} stage: {stage['steps']} steps in "
+                         f"{stage['wall_seconds']:.0f}s, final loss {stage['final_loss']:.3f}")
+                resumed = [str(part["step"]) for part in stage["resumed_at"]]
                 if resumed:
                     line += f" (resumed at step {', '.join(resumed)})"
-                line += _held_out(lookup)
+                line += _held_out(stage)
             pinned = SHIPPED_SHA256.get(name)
             if pinned is not None:
                 same = report["weights_sha256"] == pinned
@@ -261,6 +273,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_CLIP_STEPS,
         DEFAULT_CLIP_TOWER_STEPS,
     )
+    from drake.models.label_pretrain import DEFAULT_LABEL_SHARE
     from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE, DEFAULT_LOOKUP_STEPS
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
@@ -348,6 +361,17 @@ def add_cli(subparsers: Any) -> None:
                    f"{DEFAULT_LOOKUP_SHARE})")
     p.add_argument("--lookup-only", action="store_true",
                    help="run stage 3 alone, on the stage-2 weights in the cache (or the shipped "
+                   "ones when no --cache-dir is named and the cache has none)")
+    p.add_argument("--label-steps", type=int, default=0,
+                   help="stage 4, after stage 3: steps that teach the tiny LLaVA families to "
+                   "answer a lettered or numbered question with its option's label, attention "
+                   "and head outputs supervised (default 0: skipped; the shipped weights have "
+                   "not been through it)")
+    p.add_argument("--label-share", type=float, default=DEFAULT_LABEL_SHARE,
+                   help="stage 4: share of its samples that are lettered, numbered or verdict "
+                   f"look-up questions (default {DEFAULT_LABEL_SHARE})")
+    p.add_argument("--label-only", action="store_true",
+                   help="run stage 4 alone, on the stage-3 weights in the cache (or the shipped "
                    "ones when no --cache-dir is named and the cache has none)")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
                    help="every stage: steps between checkpoints (default "

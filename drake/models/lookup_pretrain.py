@@ -43,7 +43,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -116,23 +117,31 @@ _WARM = 100
 #: 1e8, label focus from 2e8, look-up focus from 5e8).
 _STREAM_START = 7 * 10**8
 _LOOKUP_TASK = "synth-public-open"
+_FORMATS_TASK = "synth-public-formats"
 
 
-def named_cells(sample: dict[str, Any]) -> tuple[int, ...]:
+def named_cells(sample: dict[str, Any], formats: bool = False) -> tuple[int, ...]:
     """The grid cells (0-8, row by row) holding the object a public look-up question names.
 
     The question names its object by colour, shape or both ("the colour of the heart", "the
     shape that is orange", "the tag of the purple square"); every object of the picture that
     matches what is named counts. ``()`` for a question of another task or family, one that
-    names neither (the shape with tag 3), or more than one picture.
+    names neither (the shape with tag 3), or more than one picture. With ``formats``, a
+    ``synth-public-formats`` question of those families counts too, named by its ``Question:``
+    line alone (its option lines name other colours and shapes); stage 3 reads
+    ``synth-public-open`` only.
     """
     from drake.synth.scene import COLOURS, SHAPES, Scene
 
     meta = _meta(sample)
-    if (not sample["id"].startswith(_LOOKUP_TASK) or meta.get("family") not in LOOKUP_FAMILIES
-            or len(meta["scenes"]) != 1):
+    text = sample["prompt"]
+    if formats and sample["id"].startswith(_FORMATS_TASK):
+        text = next((line for line in text.split("\n") if line.startswith("Question:")), "")
+    elif not sample["id"].startswith(_LOOKUP_TASK):
         return ()
-    words = set(sample["prompt"].replace(".", " ").replace("?", " ").split())
+    if meta.get("family") not in LOOKUP_FAMILIES or len(meta["scenes"]) != 1:
+        return ()
+    words = set(text.replace(".", " ").replace("?", " ").split())
     colours = [c for c in COLOURS if c in words]
     shapes = [s for s in SHAPES if s in words]
     if not colours and not shapes:
@@ -166,16 +175,16 @@ def pointer_loss(attentions: Sequence[torch.Tensor], items: Sequence[_Encoded],
     return torch.stack(terms).mean() if terms else None
 
 
-def _source(name: str, folder: Path, out_dir: Path | None) -> Path:
-    """The folder holding the stage-2 weights the stage starts from."""
+def _source(name: str, folder: Path, out_dir: Path | None, spec: AttentionStage) -> Path:
+    """The folder holding the weights ``spec``'s stage starts from."""
     if (folder / WEIGHTS_FILE).is_file():
         return folder
     shipped = shipped_folder(name) if out_dir is None else None
     if shipped is None:
         raise ModelNotPretrained(
-            f"{name} has no stage-2 weights in {folder}; run `drake models pretrain --model "
-            f"{name}" + (f" --cache-dir {out_dir}" if out_dir is not None else "")
-            + "` first (the look-up stage starts from them)")
+            f"{name} has no {spec.starts_from} weights in {folder}; run `drake models pretrain "
+            f"--model {name}" + (f" --cache-dir {out_dir}" if out_dir is not None else "")
+            + f"` first (the {spec.title} stage starts from them)")
     return shipped
 
 
@@ -236,10 +245,62 @@ def pretrain_lookup(
         For weights that already went through the stage, a bad argument, or a checkpoint of a
         run with other arguments.
     """
+    stream = _FreshStream(seed, _STREAM_START, None, focus_share=share, focus="lookup")
+    heads = POINTER_HEADS.get(name, ())  # an unknown name is refused by the runner
+    spec = AttentionStage(
+        key=LOOKUP_STAGE, title="look-up", config="lookup", suffix="lookup-resume",
+        after=None, starts_from="stage-2", share_name="lookup_share",
+        plan=lambda count: stream.plan(count),
+        samples=lambda plan: _fresh_samples(seed, None, plan),
+        loss=lambda bundle, samples: _step_loss(bundle, samples, heads),
+        drawn=lambda: stream.drawn,
+        report={"lookup_families": list(LOOKUP_FAMILIES),
+                "pointer_heads": [list(h) for h in heads], "pointer_weight": POINTER_WEIGHT})
+    return run_attention_stage(
+        spec, name, out_dir=out_dir, steps=steps, batch_size=batch_size, lr=lr, share=share,
+        seed=seed, eval_size=eval_size, checkpoint_every=checkpoint_every, progress=progress,
+        threads=threads, device=device)
+
+
+@dataclass(frozen=True)
+class AttentionStage:
+    """What sets one attention-supervised stage apart (stage 3 here, stage 4 in
+    :mod:`drake.models.label_pretrain`); :func:`run_attention_stage` runs it.
+
+    ``key`` is the report entry the stage adds (a second pass is refused); ``title`` names it
+    in messages; ``config`` and ``suffix`` name its checkpoint; ``after`` is the report entry
+    the starting weights must have (None: stage-2 weights do), ``starts_from`` their name in
+    messages; ``share_name`` the report key of ``share``. ``plan(count)`` plans a step's
+    samples, ``samples(plan)`` makes them, ``loss(bundle, samples)`` is the step's loss,
+    ``drawn()`` counts the samples planned, and ``report`` adds the stage's own entries.
+    """
+
+    key: str
+    title: str
+    config: str
+    suffix: str
+    after: str | None
+    starts_from: str
+    share_name: str
+    plan: Callable[[int], Any]
+    samples: Callable[[Any], list[dict[str, Any]]]
+    loss: Callable[[Any, Sequence[dict[str, Any]]], torch.Tensor]
+    drawn: Callable[[], int]
+    report: dict[str, Any]
+
+
+def run_attention_stage(spec: AttentionStage, name: str, *, out_dir: Path | None, steps: int,
+                        batch_size: int, lr: float, share: float, seed: int, eval_size: int,
+                        checkpoint_every: int, progress: Progress | None, threads: int | None,
+                        device: str) -> Path:
+    """Train tiny family ``name`` through ``spec``'s stage from the weights in its cache folder
+    (or the shipped ones), checkpointed and resumable, and save it there with the report
+    entry ``spec.key`` (arguments as :func:`pretrain_lookup`'s)."""
     from drake.models.loading import load_model
 
     if name not in TINY_MODELS:
-        raise ValueError(f"the look-up stage trains {' or '.join(TINY_MODELS)}, not {name!r}")
+        raise ValueError(f"the {spec.title} stage trains {' or '.join(TINY_MODELS)}, "
+                         f"not {name!r}")
     _check_budget(steps=steps, batch_size=batch_size, eval_size=eval_size, seed=seed,
                   checkpoint_every=checkpoint_every)
     _check_threads(threads)
@@ -250,18 +311,21 @@ def pretrain_lookup(
         raise ValueError(f"share must be in (0, 1], got {share}")
     out_dir = None if out_dir is None else Path(out_dir)
     folder = tiny_folder(name, out_dir)
-    source = _source(name, folder, out_dir)
+    source = _source(name, folder, out_dir, spec)
     report = json.loads((source / REPORT_FILE).read_text())
-    if LOOKUP_STAGE in report:
+    if spec.key in report:
         raise ValueError(
-            f"{source} already went through the look-up stage ({REPORT_FILE} has "
-            f"{LOOKUP_STAGE!r}); run stage 2 again (`drake models pretrain --model {name}`) to "
+            f"{source} already went through the {spec.title} stage ({REPORT_FILE} has "
+            f"{spec.key!r}); run stage 2 again (`drake models pretrain --model {name}`) to "
             "start over")
+    if spec.after is not None and spec.after not in report:
+        raise ValueError(
+            f"{source} has not been through the stage before the {spec.title} stage "
+            f"({REPORT_FILE} lacks {spec.after!r}); run `drake models pretrain --model {name} "
+            "--lookup-only` first")
     started = time.perf_counter()
-    stream = _FreshStream(seed, _STREAM_START, None, focus_share=share, focus="lookup")
-    plans = [stream.plan(batch_size) for _ in range(steps)]
+    plans = [spec.plan(batch_size) for _ in range(steps)]
     held_out = _eval_set(seed, eval_size)
-    heads = POINTER_HEADS[name]
     losses: list[float] = []
     with _run(threads, seed):
         bundle = load_model(name, cache_dir=out_dir)
@@ -271,11 +335,11 @@ def pretrain_lookup(
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
         checkpoint = _Checkpoint(folder, {
-            "stage": "lookup", "model": name, "seed": seed, "steps": steps,
+            "stage": spec.config, "model": name, "seed": seed, "steps": steps,
             "batch_size": batch_size, "lr": lr, "share": share, "eval_size": eval_size,
             "device": _device_name(device), "from_weights_sha256": report["weights_sha256"],
             "torch_threads": torch.get_num_threads(), "versions": _versions()},
-            suffix="lookup-resume")
+            suffix=spec.suffix)
         rng = np.random.default_rng(seed)  # nothing draws from it: the plans are made above
         resumed = checkpoint.load(model, optimizer, rng, device)
         first = 0 if resumed is None else resumed["step"]
@@ -283,13 +347,13 @@ def pretrain_lookup(
         if resumed is not None:
             losses = resumed["losses"]
         attention = model.config._attn_implementation
-        model.set_attn_implementation("eager")  # the pointer loss reads attention weights
+        model.set_attn_implementation("eager")  # the pointer losses read attention weights
         model.train()
         try:
             for step in range(first, steps):
                 for group in optimizer.param_groups:
                     group["lr"] = _lr_at(step, steps, lr, warm=_WARM, floor=0.1)
-                loss = _step_loss(bundle, _fresh_samples(seed, None, plans[step]), heads)
+                loss = spec.loss(bundle, spec.samples(plans[step]))
                 _optimise(loss, optimizer, params, losses)
                 checkpoint.after(step + 1, checkpoint_every, model, optimizer, rng, device,
                                  losses=losses, before=before, started=started,
@@ -305,19 +369,17 @@ def pretrain_lookup(
         with quiet_transformers():
             model.save_pretrained(str(staging))
         bundle.tokenizer.save_pretrained(str(staging))
-        report[LOOKUP_STAGE] = {
+        report[spec.key] = {
             "steps": steps,
             "batch_size": batch_size,
             "lr": lr,
             "schedule": f"linear warm-up {_WARM} steps, cosine to 10% of lr; AdamW(0.9, 0.98), "
                         "wd 0, clip 1; frozen vision tower",
-            "lookup_share": share,
-            "lookup_families": list(LOOKUP_FAMILIES),
-            "pointer_heads": [list(h) for h in heads],
-            "pointer_weight": POINTER_WEIGHT,
+            spec.share_name: share,
+            **spec.report,
             "grounding_weight": GROUNDING_WEIGHT,
             "seed": seed,
-            "train_samples": stream.drawn,
+            "train_samples": spec.drawn(),
             "resumed_at": checkpoint.resumed_at,
             "eval_samples": len(held_out),
             "final_loss": float(np.mean(losses[-50:])),
@@ -333,8 +395,8 @@ def pretrain_lookup(
         report["weights_sha256"] = _sha256(staging / WEIGHTS_FILE)
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     checkpoint.remove()
-    log.info("look-up stage of %s in %.1fs: loss %.3f, held-out accuracy %s -> %s", name,
-             report[LOOKUP_STAGE]["wall_seconds"], report[LOOKUP_STAGE]["final_loss"],
+    log.info("%s stage of %s in %.1fs: loss %.3f, held-out accuracy %s -> %s", spec.title, name,
+             report[spec.key]["wall_seconds"], report[spec.key]["final_loss"],
              before.get("mean"), after.get("mean"))
     return folder
 

@@ -1143,9 +1143,10 @@ ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
                 "device", "fresh", "sample_workers", "checkpoint_every", "focus_share", "focus",
                 "mark_options"}
-#: Stage 3's own arguments (:mod:`drake.models.lookup_pretrain`); it shares ``out_dir``,
-#: ``seed``, ``batch_size``, ``lr``, ``eval_size``, ``device`` and ``checkpoint_every``.
-_LOOKUP_ARGS = {"lookup_steps", "lookup_share"}
+#: Stages 3 and 4's own arguments (:mod:`drake.models.lookup_pretrain`,
+#: :mod:`drake.models.label_pretrain`); they share ``out_dir``, ``seed``, ``batch_size``,
+#: ``eval_size``, ``device`` and ``checkpoint_every`` (and stage 3 ``lr``).
+_LOOKUP_ARGS = {"lookup_steps", "lookup_share", "label_steps", "label_share", "label_lr"}
 _LOOKUP_SHARED = ("out_dir", "seed", "batch_size", "lr", "eval_size", "device", "checkpoint_every")
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
@@ -1162,8 +1163,8 @@ def pretrain_many(
 ) -> dict[str, Path]:
     """The stages: the vision tower (unless ``vision=False`` reuses the cached one), then the
     language stage of several tiny models (unless ``language=False`` starts from their cached
-    or shipped stage-2 weights) and their look-up stage (``lookup_steps`` > 0), in parallel
-    worker processes when cores allow.
+    or shipped weights) and their look-up and label stages (``lookup_steps``, ``label_steps``
+    > 0), in parallel worker processes when cores allow.
 
     Each model trains single-threaded (see :func:`pretrain`), so ``workers`` processes use
     ``workers`` cores and every model gets exactly the weights a lone :func:`pretrain` call
@@ -1188,8 +1189,9 @@ def pretrain_many(
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1);
         ``lookup_steps`` (default :data:`DEFAULT_LOOKUP_STEPS`; 0: none), ``lookup_share``
         (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
-        ``checkpoint_every``).
-        A model's ``progress`` counts stage 2's steps, then stage 3's after them.
+        ``checkpoint_every``); ``label_steps`` (default 0: none), ``label_share``,
+        ``label_lr`` (stage 4, which takes the same but ``lr``).
+        A model's ``progress`` counts stage 2's steps, then stage 3's and 4's after them.
 
     Returns
     -------
@@ -1212,8 +1214,10 @@ def pretrain_many(
     stage2 = {k: v for k, v in kwargs.items() if k in _STAGE2_ARGS and v is not None}
     stages = {"language": language, **{k: v for k, v in kwargs.items()
                                         if k in _LOOKUP_ARGS and v is not None}}
-    if not language and not stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS):
-        raise ValueError("language=False trains nothing without lookup_steps > 0")
+    if not (language or stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS)
+            or stages.get("label_steps")):
+        raise ValueError("language=False trains nothing without lookup_steps > 0 or "
+                         "label_steps > 0")
     results: dict[str, Path] = {}
     if vision:
         stage1 = {_VISION_ARGS[k]: v for k, v in kwargs.items() if k in _VISION_ARGS
@@ -1244,25 +1248,37 @@ def pretrain_many(
 
 def train_family(name: str, *, progress: Progress | None = None, language: bool = True,
                  lookup_steps: int = DEFAULT_LOOKUP_STEPS, lookup_share: float | None = None,
-                 **stage2: Any) -> Path:
+                 label_steps: int = 0, label_share: float | None = None,
+                 label_lr: float | None = None, **stage2: Any) -> Path:
     """One tiny family's stage 2 (:func:`pretrain`, unless ``language=False``), then its look-up
-    stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`).
-    ``progress`` counts stage 3's steps after stage 2's."""
-    if not (language or lookup_steps):
-        raise ValueError(f"{name}: language=False trains nothing without lookup_steps > 0")
+    stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`) and
+    its label stage when ``label_steps`` > 0 (:func:`drake.models.label_pretrain.pretrain_label`,
+    at its own learning rate unless ``label_lr``). ``progress`` counts each stage's steps after
+    the ones before."""
+    if not (language or lookup_steps or label_steps):
+        raise ValueError(f"{name}: language=False trains nothing without lookup_steps > 0 or "
+                         "label_steps > 0")
     folder = pretrain(name, progress=progress, **stage2) if language else None
-    if not lookup_steps:
-        return folder
-    from drake.models.lookup_pretrain import pretrain_lookup
-
     done = stage2.get("steps", DEFAULT_STEPS) if language else 0
     shared = {k: stage2[k] for k in _LOOKUP_SHARED if k in stage2}
-    if lookup_share is not None:
-        shared["share"] = lookup_share
-    return pretrain_lookup(
-        name, steps=lookup_steps, **shared,
-        progress=None if progress is None else
-        (lambda s, t, v: progress(done + s, done + t, v)))
+
+    def after(skip: int) -> Progress | None:
+        return None if progress is None else (lambda s, t, v: progress(skip + s, skip + t, v))
+
+    if lookup_steps:
+        from drake.models.lookup_pretrain import pretrain_lookup
+
+        extra = {} if lookup_share is None else {"share": lookup_share}
+        folder = pretrain_lookup(name, steps=lookup_steps, **shared, **extra,
+                                 progress=after(done))
+        done += lookup_steps
+    if label_steps:
+        from drake.models.label_pretrain import pretrain_label
+
+        extra = {k: v for k, v in (("share", label_share), ("lr", label_lr)) if v is not None}
+        shared.pop("lr", None)
+        folder = pretrain_label(name, steps=label_steps, **shared, **extra, progress=after(done))
+    return folder
 
 
 def _run_workers(names: Sequence[str], kwargs: dict[str, Any],

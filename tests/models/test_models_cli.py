@@ -122,3 +122,32 @@ def test_models_pretrain_lookup_only_runs_stage_three_on_the_cached_weights(caps
     assert "tiny-llava-qwen: 2 steps in" in out and "then the look-up stage: 2 steps in" in out
     assert "tiny-vision" not in out + err  # no stage 1, no stage 2
     assert re.findall(r"tiny-llava-qwen: step (\d+)/2", err) == ["1", "2"]  # stage 3 alone
+
+
+def test_models_pretrain_label_only_runs_stage_four_on_the_cached_weights(capsys, tmp_path):
+    from drake.models.lookup_pretrain import pretrain_lookup
+    from drake.models.pretrain import pretrain, pretrain_vision
+
+    pretrain_vision(out_dir=tmp_path, seed=0, steps=2, batch_size=2, pictures=4,
+                    eval_pictures=4)
+    pretrain("tiny-llava-qwen", out_dir=tmp_path, steps=2, batch_size=2, train_size=4,
+             eval_size=0)
+    pretrain_lookup("tiny-llava-qwen", out_dir=tmp_path, steps=2, batch_size=2, eval_size=0)
+    argv = ["models", "pretrain", "--model", "tiny-llava-qwen", "--label-only",
+            "--batch-size", "2", "--eval-size", "2", "--cache-dir", str(tmp_path)]
+    for extra, match in ((["--label-steps", "0"], "--label-only runs the label stage alone"),
+                         (["--label-steps", "2", "--lookup-only", "--lookup-steps", "2"],
+                          "give one"),
+                         (["--label-steps", "2", "--model", "tiny-clip"],
+                          "--label-only trains .*, not tiny-clip")):
+        args = _parser().parse_args([*argv, *extra])
+        with pytest.raises(ValueError, match=match):
+            args.func(args)
+    args = _parser().parse_args([*argv, "--label-steps", "2"])
+    assert args.func(args) == 0
+    out, err = capsys.readouterr()
+    assert "then the look-up stage: 2 steps in" in out  # the cached stage 3, reported
+    assert "then the label stage: 2 steps in" in out
+    assert re.findall(r"tiny-llava-qwen: step (\d+)/2", err) == ["1", "2"]  # stage 4 alone
+    report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
+    assert report["label_stage"]["steps"] == 2 and report["label_stage"]["label_head"] == [2, 0]

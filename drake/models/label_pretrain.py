@@ -1,0 +1,296 @@
+"""Stage 4 of ``drake models pretrain`` (``--label-steps N``, after stage 3 or alone with
+``--label-only``): teach a tiny LLaVA the *label step*, answering a lettered or numbered
+question with the label of the option that holds the answer it looked up.
+
+After stage 3 the tiny families look a named object up, yet asked the same question over
+lettered options ("A. red / B. blue / C. green; answer with the option's letter") they answer
+at chance (``benchmarks/public_formats.py``), and neither more such questions nor their answer
+loss alone teaches the step (the card's measured paragraphs, issue #13). The step needs three
+things no loss of the earlier stages names, so this stage supervises each:
+
+* **binding**: at every token of an option's text, head :data:`LABEL_HEADS` ``[name][1]`` (a
+  head of the first layer) attends to that option's label token (``-log`` of that attention,
+  averaged over the option tokens), and its own output, read through the final norm and the
+  tied head, names the label as the answer would spell it (cross-entropy): the option's words
+  then carry their label;
+* **the label pointer**: from the answer position, head ``[name][0]`` (a free head of the last
+  layer) attends to the gold option's text tokens (``-log`` of that attention's sum);
+* **the read-out**: that head's output at the answer position, read the same way, names the
+  gold label (cross-entropy).
+
+Each weighs 1 beside stage 2's answer and grounding losses and stage 3's look-up pointer
+(:data:`drake.models.lookup_pretrain.POINTER_HEADS`), which here also covers the label
+questions (:func:`~drake.models.lookup_pretrain.named_cells` with ``formats``). A step's
+samples are :data:`DEFAULT_LABEL_SHARE` label questions (:func:`label_sample`: one-picture
+``synth-public-formats`` questions in the lettered, numbered or verdict format, of the look-up
+families, that name their object; the verdicts keep that format from being forgotten) and the
+rest drawn as stage 3 draws them. Everything else (optimiser, schedule, checkpoints, report)
+is stage 3's (:func:`drake.models.lookup_pretrain.run_attention_stage`); the report gains
+``label_stage``.
+
+Measured from the shipped ``tiny-llava-qwen`` (the numbers are in the dataset card, issue #13):
+the label pointer sits near one over the option count for some hundreds of steps before it
+finds the gold option, so the stage needs thousands of steps; it is not part of the shipped
+weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from drake.models.bundle import IGNORE_INDEX, ModelBundle, _Encoded
+from drake.models.lookup_pretrain import (
+    _STREAM_START,
+    LOOKUP_STAGE,
+    POINTER_HEADS,
+    POINTER_WEIGHT,
+    AttentionStage,
+    named_cells,
+    pointer_loss,
+    run_attention_stage,
+)
+from drake.models.pretrain import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CHECKPOINT_EVERY,
+    DEFAULT_EVAL_SIZE,
+    LOOKUP_FAMILIES,
+    Progress,
+    _Features,
+    _fresh_samples,
+    _FreshStream,
+    _language_loss,
+    _meta,
+    _prepare,
+    public_samples,
+)
+
+__all__ = [
+    "DEFAULT_LABEL_LR",
+    "DEFAULT_LABEL_SHARE",
+    "LABEL_FORMATS",
+    "LABEL_HEADS",
+    "LABEL_STAGE",
+    "label_losses",
+    "label_sample",
+    "option_lines",
+    "pretrain_label",
+]
+
+#: The report key this stage adds.
+LABEL_STAGE = "label_stage"
+#: Formats of the label questions: the two the step serves and the verdict, kept in training.
+LABEL_FORMATS = ("letter", "id", "verdict")
+DEFAULT_LABEL_SHARE = 0.5
+#: Twice stage 3's: at 1e-3 the label pointer had not left its plateau after 850 steps.
+DEFAULT_LABEL_LR = 2e-3
+#: Per family: (the label head, the binding head) as (layer, head). The label head sits in
+#: the last layer, after the look-up of :data:`POINTER_HEADS` has brought the answer; in
+#: ``tiny-llava-qwen`` head 0 of that layer is unused by the look-up.
+LABEL_HEADS: MappingProxyType[str, tuple[tuple[int, int], tuple[int, int]]] = MappingProxyType({
+    "tiny-llava-llama": ((3, 0), (0, 0)),
+    "tiny-llava-qwen": ((2, 0), (0, 0)),
+})
+#: Label question ``k`` is the first kept one among ``synth-public-formats`` indices
+#: ``_LABEL_START + k * _LABEL_BLOCK`` on; about one in five is kept, so a block misses with
+#: odds of about 1e-12 (it then gives its last sample, which trains without the label losses).
+_LABEL_START = 9 * 10**8
+_LABEL_BLOCK = 128
+_LABEL_TASK = "synth-public-formats"
+#: A planned label question's pseudo-task.
+_LABEL_PLAN = "label-question"
+#: This stage's regular draws start beyond stage 3's.
+_REGULAR_START = _STREAM_START + 10**8
+
+
+def label_sample(seed: int, index: int) -> dict[str, Any]:
+    """Label question ``index``: the first sample of its block that is a one-picture
+    ``synth-public-formats`` question of :data:`LABEL_FORMATS` and a look-up family naming
+    its object (:func:`named_cells`)."""
+    first = _LABEL_START + index * _LABEL_BLOCK
+    for i in range(first, first + _LABEL_BLOCK):
+        sample = public_samples(_LABEL_TASK, "public", 1, seed, start=i)[0]
+        meta = _meta(sample)
+        if (meta.get("format") in LABEL_FORMATS and meta.get("family") in LOOKUP_FAMILIES
+                and named_cells(sample, formats=True)):
+            break
+    return sample
+
+
+def option_lines(tokens: Sequence[str]) -> list[tuple[str, int, list[int]]]:
+    """The option lines of an encoded prompt, given its tokens as strings: ``(label, label
+    position, positions of the option's text)`` per line ``\\nA. text\\n`` or ``\\n1. text\\n``
+    (a label is one capital letter or one digit 1-9, alone in its token, then a ``.`` token;
+    the text runs to the next line break)."""
+    out = []
+    for i in range(len(tokens) - 3):
+        label = tokens[i + 1]
+        if (tokens[i] != "\n" or tokens[i + 2] != "." or len(label) != 1
+                or not (label.isupper() or label in "123456789")):
+            continue
+        end = next((j for j in range(i + 3, len(tokens)) if tokens[j] == "\n"), None)
+        if end is not None and end > i + 3:
+            out.append((label, i + 1, list(range(i + 3, end))))
+    return out
+
+
+def _answer_token(bundle: ModelBundle, label: str) -> int:
+    """The token an answer that is ``label`` starts with (as the prompt's template spells an
+    answer: after a space)."""
+    ids = bundle.tokenizer(" " + label, add_special_tokens=False).input_ids
+    if len(ids) != 1:
+        raise ValueError(f"the answer {label!r} is {len(ids)} tokens in {bundle.name}'s "
+                         "tokenizer; the label stage needs one-token labels")
+    return ids[0]
+
+
+def head_logits(bundle: ModelBundle, head_inputs: torch.Tensor, layer: int, head: int
+                ) -> torch.Tensor:
+    """The vocabulary logits of one attention head's own output: ``head_inputs`` (positions,
+    heads x head size), the inputs of layer ``layer``'s output projection, sliced to ``head``,
+    projected by its columns, normalised by the final norm and read by the tied head."""
+    lm = bundle.model.model.language_model
+    size = lm.config.hidden_size // lm.config.num_attention_heads
+    columns = lm.layers[layer].self_attn.o_proj.weight[:, head * size:(head + 1) * size]
+    part = head_inputs[..., head * size:(head + 1) * size] @ columns.T
+    return bundle.model.get_output_embeddings()(lm.norm(part))
+
+
+def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
+                 attentions: Sequence[torch.Tensor], head_inputs: dict[int, torch.Tensor],
+                 heads: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor | None:
+    """The four label losses (module docstring), each a mean over the items with option lines
+    whose gold answer is one of their labels, summed; None when no item has them.
+
+    ``attentions``: per layer (batch, heads, positions, positions), of a batch padded on the
+    right; ``head_inputs``: per layer of ``heads``, the inputs of its output projection
+    (batch, positions, heads x head size); ``heads``: (label head, binding head).
+    """
+    (label_layer, label_head), (bind_layer, bind_head) = heads
+    pointer, readout, binding, bound = [], [], [], []
+    for row, item in enumerate(items):
+        lines = option_lines(bundle.tokenizer.convert_ids_to_tokens(list(item.ids)))
+        answer = next(i for i, label in enumerate(item.labels) if label != IGNORE_INDEX)
+        gold_token = item.labels[answer]
+        gold = [ws for label, _, ws in lines if _answer_token(bundle, label) == gold_token]
+        if not gold:
+            continue
+        query = answer - 1
+        pointer.append(-torch.log(attentions[label_layer][row, label_head, query, gold[0]].sum()
+                                  + 1e-6))
+        logits = head_logits(bundle, head_inputs[label_layer][row, query], label_layer,
+                             label_head)
+        readout.append(F.cross_entropy(logits[None], torch.tensor([gold_token])))
+        words = [w for _, _, ws in lines for w in ws]
+        labels = [at for _, at, ws in lines for _ in ws]
+        targets = torch.tensor([_answer_token(bundle, label) for label, _, ws in lines
+                                for _ in ws])
+        binding.append(-torch.log(attentions[bind_layer][row, bind_head, words, labels]
+                                  + 1e-6).mean())
+        logits = head_logits(bundle, head_inputs[bind_layer][row, words], bind_layer, bind_head)
+        bound.append(F.cross_entropy(logits, targets))
+    if not pointer:
+        return None
+    return sum(torch.stack(terms).mean() for terms in (pointer, readout, binding, bound))
+
+
+def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> torch.Tensor:
+    """Stage 2's losses, stage 3's pointer loss (label questions included) and the label
+    losses, on ``samples``."""
+    items, inputs = _prepare(bundle, samples)
+    feats, words = _Features(bundle, inputs).rows(range(len(samples)))
+    cells = [named_cells(s, formats=True) for s in samples]
+    heads = LABEL_HEADS[bundle.name]
+    layers = bundle.model.model.language_model.layers
+    head_inputs: dict[int, torch.Tensor] = {}
+    hooks = [layers[layer].self_attn.o_proj.register_forward_pre_hook(
+        lambda _module, args, layer=layer: head_inputs.__setitem__(layer, args[0]))
+        for layer in {layer for layer, _ in heads}]
+
+    def extra(attentions: Sequence[torch.Tensor]) -> torch.Tensor | None:
+        terms = [pointer_loss(attentions, items, cells, bundle.image_token_id,
+                              POINTER_HEADS[bundle.name]),
+                 label_losses(bundle, items, attentions, head_inputs, heads)]
+        if terms[0] is not None:
+            terms[0] = POINTER_WEIGHT * terms[0]
+        kept = [t for t in terms if t is not None]
+        return sum(kept) if kept else None
+
+    try:
+        return _language_loss(bundle, items, feats, words, extra=extra)
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+class _LabelPlans:
+    """A step's plan: ``round(share x batch)`` label questions, in order, then the rest drawn
+    as stage 3 draws (its look-up share, from :data:`_REGULAR_START`)."""
+
+    def __init__(self, seed: int, share: float) -> None:
+        from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE
+
+        self.share = share
+        self.stream = _FreshStream(seed, _REGULAR_START, None, focus_share=DEFAULT_LOOKUP_SHARE,
+                                   focus="lookup")
+        self.next = 0
+
+    def plan(self, count: int) -> list[tuple[str, int]]:
+        labelled = round(self.share * count)
+        out = [(_LABEL_PLAN, self.next + k) for k in range(labelled)]
+        self.next += labelled
+        return out + self.stream.plan(count - labelled)
+
+    def drawn(self) -> int:
+        return self.next + self.stream.drawn
+
+
+def _samples(seed: int, plan: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+    return [label_sample(seed, index) if task == _LABEL_PLAN else
+            _fresh_samples(seed, None, [(task, index)])[0] for task, index in plan]
+
+
+def pretrain_label(
+    name: str,
+    *,
+    out_dir: Path | None = None,
+    steps: int = 2000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    lr: float = DEFAULT_LABEL_LR,
+    share: float = DEFAULT_LABEL_SHARE,
+    seed: int = 0,
+    eval_size: int = DEFAULT_EVAL_SIZE,
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+    progress: Progress | None = None,
+    threads: int | None = 1,
+    device: str = "cpu",
+) -> Path:
+    """Stage 4 on tiny family ``name``: the label step, from its stage-3 weights (the cache's,
+    or the shipped ones when no ``out_dir`` is named and the cache has none).
+
+    Arguments as :func:`drake.models.lookup_pretrain.pretrain_lookup`'s; ``share`` is the
+    share of each step's samples that are label questions (:func:`label_sample`). Raises
+    :class:`~drake.models.errors.ModelNotPretrained` without weights to start from and
+    ValueError for weights that have not been through stage 3 or have been through this one,
+    a bad argument, or a checkpoint of a run with other arguments.
+    """
+    plans = _LabelPlans(seed, share)
+    heads = LABEL_HEADS.get(name, ((0, 0), (0, 0)))  # an unknown name is refused by the runner
+    spec = AttentionStage(
+        key=LABEL_STAGE, title="label", config="label", suffix="label-resume",
+        after=LOOKUP_STAGE, starts_from="stage-3", share_name="label_share",
+        plan=plans.plan, samples=lambda plan: _samples(seed, plan), loss=_step_loss,
+        drawn=plans.drawn,
+        report={"label_formats": list(LABEL_FORMATS), "lookup_families": list(LOOKUP_FAMILIES),
+                "label_head": list(heads[0]), "binding_head": list(heads[1]),
+                "pointer_heads": [list(h) for h in POINTER_HEADS.get(name, ())],
+                "pointer_weight": POINTER_WEIGHT, "label_weights": 1.0})
+    return run_attention_stage(
+        spec, name, out_dir=out_dir, steps=steps, batch_size=batch_size, lr=lr, share=share,
+        seed=seed, eval_size=eval_size, checkpoint_every=checkpoint_every, progress=progress,
+        threads=threads, device=device)
