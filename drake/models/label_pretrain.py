@@ -181,7 +181,8 @@ def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
         lines = option_lines(bundle.tokenizer.convert_ids_to_tokens(list(item.ids)))
         answer = next(i for i, label in enumerate(item.labels) if label != IGNORE_INDEX)
         gold_token = item.labels[answer]
-        gold = [ws for label, _, ws in lines if _answer_token(bundle, label) == gold_token]
+        spelt = [_answer_token(bundle, label) for label, _, _ in lines]  # once per line
+        gold = [ws for (_, _, ws), token in zip(lines, spelt) if token == gold_token]
         if not gold:
             continue
         query = answer - 1
@@ -192,8 +193,7 @@ def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
         readout.append(F.cross_entropy(logits[None], torch.tensor([gold_token])))
         words = [w for _, _, ws in lines for w in ws]
         labels = [at for _, at, ws in lines for _ in ws]
-        targets = torch.tensor([_answer_token(bundle, label) for label, _, ws in lines
-                                for _ in ws])
+        targets = torch.tensor([token for (_, _, ws), token in zip(lines, spelt) for _ in ws])
         binding.append(-torch.log(attentions[bind_layer][row, bind_head, words, labels]
                                   + 1e-6).mean())
         logits = head_logits(bundle, head_inputs[bind_layer][row, words], bind_layer, bind_head)
@@ -217,12 +217,11 @@ def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> torch.
         for layer in {layer for layer, _ in heads}]
 
     def extra(attentions: Sequence[torch.Tensor]) -> torch.Tensor | None:
-        terms = [pointer_loss(attentions, items, cells, bundle.image_token_id,
-                              POINTER_HEADS[bundle.name]),
-                 label_losses(bundle, items, attentions, head_inputs, heads)]
-        if terms[0] is not None:
-            terms[0] = POINTER_WEIGHT * terms[0]
-        kept = [t for t in terms if t is not None]
+        look = pointer_loss(attentions, items, cells, bundle.image_token_id,
+                            POINTER_HEADS[bundle.name])
+        kept = [t for t in (None if look is None else POINTER_WEIGHT * look,
+                            label_losses(bundle, items, attentions, head_inputs, heads))
+                if t is not None]
         return sum(kept) if kept else None
 
     try:
