@@ -144,6 +144,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 vision=not (args.reuse_vision or only), language=not only,
                                 lookup_steps=lookup_steps, lookup_share=args.lookup_share,
                                 label_steps=args.label_steps, label_share=args.label_share,
+                                label_lr=args.label_lr,
                                 steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
@@ -273,7 +274,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_CLIP_STEPS,
         DEFAULT_CLIP_TOWER_STEPS,
     )
-    from drake.models.label_pretrain import DEFAULT_LABEL_SHARE
+    from drake.models.label_pretrain import DEFAULT_LABEL_LR, DEFAULT_LABEL_SHARE
     from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE, DEFAULT_LOOKUP_STEPS
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
@@ -370,6 +371,10 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--label-share", type=float, default=DEFAULT_LABEL_SHARE,
                    help="stage 4: share of its samples that are lettered, numbered or verdict "
                    f"look-up questions (default {DEFAULT_LABEL_SHARE})")
+    p.add_argument("--label-lr", type=float, default=DEFAULT_LABEL_LR,
+                   help="stage 4: its learning rate (default "
+                   f"{DEFAULT_LABEL_LR}; higher than stage 2's, whose rate left the label "
+                   "pointer on its plateau)")
     p.add_argument("--label-only", action="store_true",
                    help="run stage 4 alone, on the stage-3 weights in the cache (or the shipped "
                    "ones when no --cache-dir is named and the cache has none)")

@@ -179,13 +179,21 @@ def _source(name: str, folder: Path, out_dir: Path | None, spec: AttentionStage)
     """The folder holding the weights ``spec``'s stage starts from."""
     if (folder / WEIGHTS_FILE).is_file():
         return folder
-    shipped = shipped_folder(name) if out_dir is None else None
-    if shipped is None:
+    shipped = shipped_folder(name)
+    if shipped is None or out_dir is not None:
+        hint = ""  # a named cache never falls back on its own; say how to seed it when it can
+        if shipped is not None and _starts(json.loads((shipped / REPORT_FILE).read_text()), spec):
+            hint = f", or copy the shipped folder {shipped} to {folder} to start from it"
         raise ModelNotPretrained(
             f"{name} has no {spec.starts_from} weights in {folder}; run `drake models pretrain "
             f"--model {name}" + (f" --cache-dir {out_dir}" if out_dir is not None else "")
-            + f"` first (the {spec.title} stage starts from them)")
+            + f"` first (the {spec.title} stage starts from them){hint}")
     return shipped
+
+
+def _starts(report: dict[str, Any], spec: AttentionStage) -> bool:
+    """Whether weights with ``report`` are what ``spec``'s stage starts from."""
+    return spec.key not in report and (spec.after is None or spec.after in report)
 
 
 def pretrain_lookup(

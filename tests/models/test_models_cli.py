@@ -143,7 +143,7 @@ def test_models_pretrain_label_only_runs_stage_four_on_the_cached_weights(capsys
         args = _parser().parse_args([*argv, *extra])
         with pytest.raises(ValueError, match=match):
             args.func(args)
-    args = _parser().parse_args([*argv, "--label-steps", "2"])
+    args = _parser().parse_args([*argv, "--label-steps", "2", "--label-lr", "0.004"])
     assert args.func(args) == 0
     out, err = capsys.readouterr()
     assert "then the look-up stage: 2 steps in" in out  # the cached stage 3, reported
@@ -151,3 +151,23 @@ def test_models_pretrain_label_only_runs_stage_four_on_the_cached_weights(capsys
     assert re.findall(r"tiny-llava-qwen: step (\d+)/2", err) == ["1", "2"]  # stage 4 alone
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["label_stage"]["steps"] == 2 and report["label_stage"]["label_head"] == [2, 0]
+    assert report["label_stage"]["lr"] == 0.004
+
+
+def test_models_pretrain_names_the_shipped_folder_a_named_cache_can_start_from(tmp_path):
+    from drake.models.errors import ModelNotPretrained
+    from drake.models.shipped import shipped_folder
+
+    argv = ["models", "pretrain", "--model", "tiny-llava-qwen", "--cache-dir", str(tmp_path)]
+    args = _parser().parse_args([*argv, "--label-only", "--label-steps", "2"])
+    with pytest.raises(ModelNotPretrained) as refused:  # the shipped weights are stage-3 ones
+        args.func(args)
+    message = str(refused.value)
+    assert "no stage-3 weights in" in message
+    assert f"copy the shipped folder {shipped_folder('tiny-llava-qwen')}" in message
+    args = _parser().parse_args([*argv, "--lookup-only", "--lookup-steps", "2"])
+    with pytest.raises(ModelNotPretrained) as refused:  # ... so stage 3 cannot start from them
+        args.func(args)
+    assert "no stage-2 weights in" in str(refused.value)
+    assert "shipped" not in str(refused.value)
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))  # refused before writing
