@@ -1254,16 +1254,19 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
     stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`) and
     its label stage when ``label_steps`` > 0 (:func:`drake.models.label_pretrain.pretrain_label`,
     at its own learning rate unless ``label_lr``). ``progress`` counts each stage's steps after
-    the ones before."""
+    the ones before, out of all the stages' steps."""
     if not (language or lookup_steps or label_steps):
         raise ValueError(f"{name}: language=False trains nothing without lookup_steps > 0 or "
                          "label_steps > 0")
-    folder = pretrain(name, progress=progress, **stage2) if language else None
-    done = stage2.get("steps", DEFAULT_STEPS) if language else 0
-    shared = {k: stage2[k] for k in _LOOKUP_SHARED if k in stage2}
+    first = stage2.get("steps", DEFAULT_STEPS) if language else 0
+    total = first + lookup_steps + label_steps
 
     def after(skip: int) -> Progress | None:
-        return None if progress is None else (lambda s, t, v: progress(skip + s, skip + t, v))
+        return None if progress is None else (lambda s, t, v: progress(skip + s, total, v))
+
+    folder = pretrain(name, progress=after(0), **stage2) if language else None
+    done = first
+    shared = {k: stage2[k] for k in _LOOKUP_SHARED if k in stage2}
 
     if lookup_steps:
         from drake.models.lookup_pretrain import pretrain_lookup

@@ -189,5 +189,5 @@ def test_train_family_runs_stage_four_alone_or_after_stage_three(stage3_root, tm
     both = train_family("tiny-llava-llama", out_dir=shutil.copytree(stage2, tmp_path / "b"),
                         language=False, lookup_steps=2, label_steps=2, seed=1, batch_size=2,
                         eval_size=0, progress=lambda s, t, v: seen.append((s, t)))
-    assert seen == [(1, 2), (2, 2), (3, 4), (4, 4)]  # stage 4 counts on after stage 3
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]  # stage 4 counts on after stage 3, of 4
     assert (both / "model.safetensors").read_bytes() == (direct / "model.safetensors").read_bytes()
