@@ -1258,14 +1258,13 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
     if not (language or lookup_steps or label_steps):
         raise ValueError(f"{name}: language=False trains nothing without lookup_steps > 0 or "
                          "label_steps > 0")
-    first = stage2.get("steps", DEFAULT_STEPS) if language else 0
-    total = first + lookup_steps + label_steps
+    done = stage2.get("steps", DEFAULT_STEPS) if language else 0
+    total = done + lookup_steps + label_steps
 
     def after(skip: int) -> Progress | None:
         return None if progress is None else (lambda s, t, v: progress(skip + s, total, v))
 
     folder = pretrain(name, progress=after(0), **stage2) if language else None
-    done = first
     shared = {k: stage2[k] for k in _LOOKUP_SHARED if k in stage2}
 
     if lookup_steps:
