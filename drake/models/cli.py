@@ -96,6 +96,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     from drake.models.label_pretrain import LABEL_STAGE
     from drake.models.lookup_pretrain import LOOKUP_STAGE
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
+    from drake.models.relation_pretrain import RELATION_STAGE
     from drake.models.shipped import SHIPPED_SHA256
     from drake.models.tap_pretrain import TAP_PRETRAIN_MODELS
 
@@ -107,11 +108,14 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                 f"--model {name!r} is not a tiny model; choose one of "
                 f"{', '.join(everything)} or all (real backbones come pretrained)"
             )
-    if args.lookup_only and args.label_only:
-        raise ValueError("--lookup-only and --label-only each run one stage alone: give one "
-                         "(--lookup-only --label-steps N runs stages 3 and 4)")
-    only = "--lookup-only" if args.lookup_only else "--label-only" if args.label_only else None
-    if only:  # stages 3 and 4 are the tiny LLaVA families' alone
+    onlys = [flag for flag, given in (("--lookup-only", args.lookup_only),
+                                      ("--label-only", args.label_only),
+                                      ("--relation-only", args.relation_only)) if given]
+    if len(onlys) > 1:
+        raise ValueError(f"{' and '.join(onlys)} each skip the stages before theirs: give one "
+                         "(--lookup-only runs stage 3 and the later stages given steps)")
+    only = onlys[0] if onlys else None
+    if only:  # stages 3 to 5 are the tiny LLaVA families' alone
         others = [n for n in names if n not in TINY_MODELS]
         if args.model != "all" and others:
             raise ValueError(f"{only} trains {' or '.join(TINY_MODELS)}, not {others[0]}")
@@ -127,8 +131,13 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         raise ValueError("--lookup-only runs the look-up stage alone: give it --lookup-steps > 0")
     if args.label_only and not args.label_steps:
         raise ValueError("--label-only runs the label stage alone: give it --label-steps > 0")
-    lookup_steps = 0 if args.label_only else args.lookup_steps
-    totals = {name: (0 if only else args.steps) + lookup_steps + args.label_steps
+    if args.relation_only and not args.relation_steps:
+        raise ValueError("--relation-only runs the relation stage alone: give it "
+                         "--relation-steps > 0")
+    lookup_steps = 0 if args.label_only or args.relation_only else args.lookup_steps
+    label_steps = 0 if args.relation_only else args.label_steps
+    relation_steps = 0 if args.label_only else args.relation_steps
+    totals = {name: (0 if only else args.steps) + lookup_steps + label_steps + relation_steps
               for name in names}
     if not (args.reuse_vision or only):
         totals = {VISION_FOLDER: args.vision_steps, **totals}
@@ -143,8 +152,9 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         folders = pretrain_many(names, workers=args.workers, progress=update, out_dir=root,
                                 vision=not (args.reuse_vision or only), language=not only,
                                 lookup_steps=lookup_steps, lookup_share=args.lookup_share,
-                                label_steps=args.label_steps, label_share=args.label_share,
-                                label_lr=args.label_lr,
+                                label_steps=label_steps, label_share=args.label_share,
+                                label_lr=args.label_lr, relation_steps=relation_steps,
+                                relation_share=args.relation_share,
                                 steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
@@ -169,7 +179,8 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             line += "; held-out accuracy " + ", ".join(f"{k} {v:.2f}" for k, v in seen.items())
         else:
             line += _held_out(report)
-            for key, title in ((LOOKUP_STAGE, "look-up"), (LABEL_STAGE, "label")):
+            for key, title in ((LOOKUP_STAGE, "look-up"), (LABEL_STAGE, "label"),
+                               (RELATION_STAGE, "relation")):
                 stage = report.get(key)
                 if stage is None:
                     continue
@@ -287,6 +298,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_VISION_STEPS,
         FOCUS,
     )
+    from drake.models.relation_pretrain import DEFAULT_RELATION_SHARE, DEFAULT_RELATION_STEPS
     from drake.models.tap_pretrain import DEFAULT_TAP_STEPS
 
     parser = subparsers.add_parser("models", help="list the model zoo; pretrain the tiny models")
@@ -361,8 +373,9 @@ def add_cli(subparsers: Any) -> None:
                    help="stage 3: share of its samples that are look-up questions (default "
                    f"{DEFAULT_LOOKUP_SHARE})")
     p.add_argument("--lookup-only", action="store_true",
-                   help="run stage 3 alone, on the stage-2 weights in the cache (or the shipped "
-                   "ones when no --cache-dir is named and the cache has none)")
+                   help="skip stages 1 and 2: run stage 3 on the stage-2 weights in the cache "
+                   "(or the shipped ones when no --cache-dir is named and the cache has none), "
+                   "then the later stages asked for (--label-steps, --relation-steps)")
     p.add_argument("--label-steps", type=int, default=0,
                    help="stage 4, after stage 3: steps that teach the tiny LLaVA families to "
                    "answer a lettered or numbered question with its option's label, attention "
@@ -377,6 +390,17 @@ def add_cli(subparsers: Any) -> None:
                    "pointer on its plateau)")
     p.add_argument("--label-only", action="store_true",
                    help="run stage 4 alone, on the stage-3 weights in the cache (or the shipped "
+                   "ones when no --cache-dir is named and the cache has none)")
+    p.add_argument("--relation-steps", type=int, default=0,
+                   help="stage 5, after stage 3 (and 4): steps on fresh public questions that "
+                   "compare pictures or relate objects, with stage 3's losses (default 0: "
+                   f"skipped; {DEFAULT_RELATION_STEPS} is the measured budget; the shipped "
+                   "weights have not been through it)")
+    p.add_argument("--relation-share", type=float, default=DEFAULT_RELATION_SHARE,
+                   help="stage 5: share of its samples that are those questions (default "
+                   f"{DEFAULT_RELATION_SHARE})")
+    p.add_argument("--relation-only", action="store_true",
+                   help="run stage 5 alone, on the stage-3 weights in the cache (or the shipped "
                    "ones when no --cache-dir is named and the cache has none)")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
                    help="every stage: steps between checkpoints (default "

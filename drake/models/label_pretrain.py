@@ -55,6 +55,7 @@ from drake.models.lookup_pretrain import (
     POINTER_HEADS,
     POINTER_WEIGHT,
     AttentionStage,
+    StagePlans,
     named_cells,
     pointer_loss,
     run_attention_stage,
@@ -66,8 +67,6 @@ from drake.models.pretrain import (
     LOOKUP_FAMILIES,
     Progress,
     _Features,
-    _fresh_samples,
-    _FreshStream,
     _language_loss,
     _meta,
     _prepare,
@@ -231,33 +230,6 @@ def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> torch.
             hook.remove()
 
 
-class _LabelPlans:
-    """A step's plan: ``round(share x batch)`` label questions, in order, then the rest drawn
-    as stage 3 draws (its look-up share, from :data:`_REGULAR_START`)."""
-
-    def __init__(self, seed: int, share: float) -> None:
-        from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE
-
-        self.share = share
-        self.stream = _FreshStream(seed, _REGULAR_START, None, focus_share=DEFAULT_LOOKUP_SHARE,
-                                   focus="lookup")
-        self.next = 0
-
-    def plan(self, count: int) -> list[tuple[str, int]]:
-        labelled = round(self.share * count)
-        out = [(_LABEL_PLAN, self.next + k) for k in range(labelled)]
-        self.next += labelled
-        return out + self.stream.plan(count - labelled)
-
-    def drawn(self) -> int:
-        return self.next + self.stream.drawn
-
-
-def _samples(seed: int, plan: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-    return [label_sample(seed, index) if task == _LABEL_PLAN else
-            _fresh_samples(seed, None, [(task, index)])[0] for task, index in plan]
-
-
 def pretrain_label(
     name: str,
     *,
@@ -282,12 +254,13 @@ def pretrain_label(
     ValueError for weights that have not been through stage 3 or have been through this one,
     a bad argument, or a checkpoint of a run with other arguments.
     """
-    plans = _LabelPlans(seed, share)
+    # a step's label questions first, then the draws of stage 3 (from _REGULAR_START)
+    plans = StagePlans(seed, share, _LABEL_PLAN, _REGULAR_START, label_sample)
     heads = LABEL_HEADS.get(name, ((0, 0), (0, 0)))  # an unknown name is refused by the runner
     spec = AttentionStage(
         key=LABEL_STAGE, title="label", config="label", suffix="label-resume",
         after=LOOKUP_STAGE, starts_from="stage-3", share_name="label_share",
-        plan=plans.plan, samples=lambda plan: _samples(seed, plan), loss=_step_loss,
+        plan=plans.plan, samples=plans.samples, loss=_step_loss,
         drawn=plans.drawn,
         report={"label_formats": list(LABEL_FORMATS), "lookup_families": list(LOOKUP_FAMILIES),
                 "label_head": list(heads[0]), "binding_head": list(heads[1]),

@@ -280,7 +280,8 @@ class AttentionStage:
     the starting weights must have (None: stage-2 weights do), ``starts_from`` their name in
     messages; ``share_name`` the report key of ``share``. ``plan(count)`` plans a step's
     samples, ``samples(plan)`` makes them, ``loss(bundle, samples)`` is the step's loss,
-    ``drawn()`` counts the samples planned, and ``report`` adds the stage's own entries.
+    ``drawn()`` counts the samples planned, and ``report`` adds the stage's own entries;
+    ``warm`` is the learning rate's warm-up in steps.
     """
 
     key: str
@@ -295,6 +296,36 @@ class AttentionStage:
     loss: Callable[[Any, Sequence[dict[str, Any]]], torch.Tensor]
     drawn: Callable[[], int]
     report: dict[str, Any]
+    warm: int = _WARM
+
+
+class StagePlans:
+    """The sample plans of a stage after stage 3: each step's ``round(share x batch)`` of the
+    stage's own questions, ``(own, k)`` with ``k`` counting on from 0 (made by ``make(seed,
+    k)``), and the rest drawn as stage 3 draws (its look-up share, a fresh stream from public
+    index ``start``); the own questions come first, or last with ``own_last``."""
+
+    def __init__(self, seed: int, share: float, own: str, start: int,
+                 make: Callable[[int, int], dict[str, Any]], own_last: bool = False) -> None:
+        self.seed, self.share, self.own, self.make, self.own_last = seed, share, own, make, own_last
+        self.stream = _FreshStream(seed, start, None, focus_share=DEFAULT_LOOKUP_SHARE,
+                                   focus="lookup")
+        self.next = 0
+
+    def plan(self, count: int) -> list[tuple[str, int]]:
+        mine = round(self.share * count)
+        own = [(self.own, self.next + k) for k in range(mine)]
+        self.next += mine
+        if self.own_last:
+            return self.stream.plan(count - mine) + own
+        return own + self.stream.plan(count - mine)
+
+    def drawn(self) -> int:
+        return self.next + self.stream.drawn
+
+    def samples(self, plan: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+        return [self.make(self.seed, index) if task == self.own else
+                _fresh_samples(self.seed, None, [(task, index)])[0] for task, index in plan]
 
 
 def run_attention_stage(spec: AttentionStage, name: str, *, out_dir: Path | None, steps: int,
@@ -360,7 +391,7 @@ def run_attention_stage(spec: AttentionStage, name: str, *, out_dir: Path | None
         try:
             for step in range(first, steps):
                 for group in optimizer.param_groups:
-                    group["lr"] = _lr_at(step, steps, lr, warm=_WARM, floor=0.1)
+                    group["lr"] = _lr_at(step, steps, lr, warm=spec.warm, floor=0.1)
                 loss = spec.loss(bundle, spec.samples(plans[step]))
                 _optimise(loss, optimizer, params, losses)
                 checkpoint.after(step + 1, checkpoint_every, model, optimizer, rng, device,
@@ -381,7 +412,7 @@ def run_attention_stage(spec: AttentionStage, name: str, *, out_dir: Path | None
             "steps": steps,
             "batch_size": batch_size,
             "lr": lr,
-            "schedule": f"linear warm-up {_WARM} steps, cosine to 10% of lr; AdamW(0.9, 0.98), "
+            "schedule": f"linear warm-up {spec.warm} steps, cosine to 10% of lr; AdamW(0.9, 0.98), "
                         "wd 0, clip 1; frozen vision tower",
             spec.share_name: share,
             **spec.report,

@@ -138,3 +138,22 @@ def sample_factory():
 def vocab() -> list[str]:
     """The hand-made vocabulary of the test models."""
     return list(VOCAB)
+
+
+@pytest.fixture(scope="module")
+def stage3_root(tmp_path_factory):
+    """A model cache with micro stage-1, stage-2 and stage-3 weights of tiny-llava-llama (seed
+    1), and a copy of the stage-2 weights beside it, in ``<name>-stage2``."""
+    import shutil
+
+    from drake.models.lookup_pretrain import pretrain_lookup
+    from drake.models.pretrain import pretrain, pretrain_vision
+
+    root = tmp_path_factory.mktemp("stage3")
+    pretrain_vision(out_dir=root, seed=1, steps=2, batch_size=2, pictures=4, eval_pictures=4)
+    pretrain("tiny-llava-llama", out_dir=root, seed=1, steps=2, batch_size=2, train_size=6,
+             eval_size=0)
+    shutil.copytree(root, root.parent / (root.name + "-stage2"))
+    pretrain_lookup("tiny-llava-llama", out_dir=root, seed=1, steps=2, batch_size=2,
+                    eval_size=0)
+    return root

@@ -20,17 +20,14 @@ from drake.models.label_pretrain import (
     option_lines,
     pretrain_label,
 )
-from drake.models.lookup_pretrain import LOOKUP_STAGE, named_cells, pretrain_lookup
+from drake.models.lookup_pretrain import LOOKUP_STAGE, named_cells
 from drake.models.pretrain import (
     LOOKUP_FAMILIES,
     _meta,
-    pretrain,
-    pretrain_vision,
     public_samples,
     train_family,
 )
 
-MICRO = {"steps": 2, "batch_size": 2, "train_size": 6, "eval_size": 0}
 LABEL = {"steps": 3, "batch_size": 4, "eval_size": 4, "seed": 1}
 
 # a lettered question's tail, as the zoo's tokenizer spells it
@@ -133,19 +130,6 @@ def test_named_cells_of_a_formats_question_read_its_question_line_only():
     assert named_cells(sample) == ()  # stage 3 reads synth-public-open only
     no_line = {**sample, "prompt": "<image>\nWhat colour is the hexagon?\nA. red"}
     assert named_cells(no_line, formats=True) == ()
-
-
-@pytest.fixture(scope="module")
-def stage3_root(tmp_path_factory):
-    """A model cache with micro stage-1, stage-2 and stage-3 weights of tiny-llava-llama, and
-    a copy of the stage-2 weights under ``stage2/``."""
-    root = tmp_path_factory.mktemp("stage3")
-    pretrain_vision(out_dir=root, seed=1, steps=2, batch_size=2, pictures=4, eval_pictures=4)
-    pretrain("tiny-llava-llama", out_dir=root, seed=1, **MICRO)
-    shutil.copytree(root, root.parent / (root.name + "-stage2"))
-    pretrain_lookup("tiny-llava-llama", out_dir=root, seed=1, steps=2, batch_size=2,
-                    eval_size=0)
-    return root
 
 
 def test_the_stage_is_seeded_reported_and_needs_stage_three(stage3_root, tmp_path):

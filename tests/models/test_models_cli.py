@@ -40,11 +40,13 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
         "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples", "--sample-workers", "1",
         "--focus-share", "0.5", "--focus", "lookup", "--mark-options", "--lookup-steps", "2",
+        "--relation-steps", "2",
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "tiny-llava-qwen: 2 steps" in out and "held-out public accuracy" in out
     assert "then the look-up stage: 2 steps in" in out
+    assert "then the relation stage: 2 steps in" in out
     assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["steps"] == 2 and report["batch_size"] == 2
