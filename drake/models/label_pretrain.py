@@ -67,10 +67,10 @@ from drake.models.pretrain import (
     LOOKUP_FAMILIES,
     Progress,
     _Features,
+    _first_kept,
     _language_loss,
     _meta,
     _prepare,
-    public_samples,
 )
 
 __all__ = [
@@ -115,14 +115,12 @@ def label_sample(seed: int, index: int) -> dict[str, Any]:
     """Label question ``index``: the first sample of its block that is a one-picture
     ``synth-public-formats`` question of :data:`LABEL_FORMATS` and a look-up family naming
     its object (:func:`named_cells`)."""
-    first = _LABEL_START + index * _LABEL_BLOCK
-    for i in range(first, first + _LABEL_BLOCK):
-        sample = public_samples(_LABEL_TASK, "public", 1, seed, start=i)[0]
+    def keep(sample: dict[str, Any]) -> bool:
         meta = _meta(sample)
-        if (meta.get("format") in LABEL_FORMATS and meta.get("family") in LOOKUP_FAMILIES
-                and named_cells(sample, formats=True)):
-            break
-    return sample
+        return bool(meta.get("format") in LABEL_FORMATS and meta.get("family") in LOOKUP_FAMILIES
+                    and named_cells(sample, formats=True))
+
+    return _first_kept(_LABEL_TASK, seed, _LABEL_START + index * _LABEL_BLOCK, _LABEL_BLOCK, keep)
 
 
 def option_lines(tokens: Sequence[str]) -> list[tuple[str, int, list[int]]]:

@@ -297,10 +297,18 @@ def _focus_sample(seed: int, objects: tuple[int, int] | None, focus: str,
     keeps (about two in five for ``label``, seven in fifteen for ``lookup``; a block without
     one, odds of about 1e-7 or less, gives its last)."""
     task, key, kept, start = FOCUS[focus]
-    first = start + index * _FOCUS_BLOCK
-    for i in range(first, first + _FOCUS_BLOCK):
+    return _first_kept(task, seed, start + index * _FOCUS_BLOCK, _FOCUS_BLOCK,
+                       lambda sample: _meta(sample).get(key) in kept, objects)
+
+
+def _first_kept(task: str, seed: int, first: int, block: int,
+                keep: Callable[[dict[str, Any]], bool],
+                objects: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The first public sample of ``task`` at indices ``first`` to ``first + block - 1`` that
+    ``keep`` accepts; the block's last when none does."""
+    for i in range(first, first + block):
         sample = public_samples(task, "public", 1, seed, start=i, objects=objects)[0]
-        if _meta(sample).get(key) in kept:
+        if keep(sample):
             break
     return sample
 

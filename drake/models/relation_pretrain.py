@@ -50,8 +50,8 @@ from drake.models.pretrain import (
     DEFAULT_LR,
     LOOKUP_FAMILIES,
     Progress,
+    _first_kept,
     _meta,
-    public_samples,
 )
 
 __all__ = [
@@ -101,12 +101,8 @@ def relation_sample(seed: int, index: int) -> dict[str, Any]:
         task, j = _MULTI_TASK, tens * _MULTI_IN_TEN + rest
     else:
         task, j = _FORMATS_TASK, tens * (10 - _MULTI_IN_TEN) + rest - _MULTI_IN_TEN
-    first = _RELATION_START + j * _RELATION_BLOCK
-    for i in range(first, first + _RELATION_BLOCK):
-        sample = public_samples(task, "public", 1, seed, start=i)[0]
-        if _meta(sample).get("family") in RELATION_FAMILIES:
-            break
-    return sample
+    return _first_kept(task, seed, _RELATION_START + j * _RELATION_BLOCK, _RELATION_BLOCK,
+                       lambda sample: _meta(sample).get("family") in RELATION_FAMILIES)
 
 
 def relation_plans(seed: int, share: float) -> StagePlans:
