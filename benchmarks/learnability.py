@@ -12,7 +12,8 @@ still the defaults, so the table cannot silently describe other data).
 
     python benchmarks/learnability.py [--model-cache DIR] [--model tiny-llava-qwen]
         [--tasks synth-spatial ...] [--steps 240] [--every 80] [--closeness 0.0]
-        [--objects 1 2] [--jobs 2] [--device cuda] [--json drake/synth/calibration.json]
+        [--objects 1 2] [--degradation 1.0] [--jobs 2] [--device cuda]
+        [--json drake/synth/calibration.json]
 
 With ``--tasks``, an existing ``--json`` file measured with the same settings keeps its other
 rows, so a re-calibrated task can be re-measured alone.
@@ -159,6 +160,8 @@ def knobs_for(task: str, args: argparse.Namespace):
         knobs = dataclasses.replace(knobs, closeness=args.closeness)
     if args.objects is not None:
         knobs = dataclasses.replace(knobs, objects=tuple(args.objects))
+    if args.degradation is not None:
+        knobs = dataclasses.replace(knobs, degradation=args.degradation)
     return knobs
 
 
@@ -226,6 +229,9 @@ def main() -> None:
     parser.add_argument("--closeness", type=float, default=None, help="override every task's")
     parser.add_argument("--objects", type=int, nargs=2, default=None, metavar=("LO", "HI"),
                         help="override every task's")
+    parser.add_argument("--degradation", type=float, default=None,
+                        help="override every task's (in the quality tasks, the smallest gap "
+                        "between the options' degradations: higher is easier)")
     parser.add_argument("--train-vision", action="store_true",
                         help="also train the projector and the vision tower (not FedMosaic's "
                         "setup: it tells whether the frozen visual path is the bottleneck)")
@@ -266,6 +272,8 @@ def main() -> None:
                                                                     "model_cache")}
         if args.device == "cpu":  # the recorded calibration's device, implied
             del settings["device"]
+        if args.degradation is None:  # no override: recorded only when given (a later flag)
+            del settings["degradation"]
         path = Path(args.json)
         if args.tasks and path.exists():  # re-measured tasks replace their rows
             old = json.loads(path.read_text())

@@ -517,6 +517,27 @@ first 20's (0.344 to 0.360): the model does not fit even its own training sample
 the client's budget keeps these tasks at chance; what they compose (comparing pictures,
 relating objects, reading a sequence) is missing from the pretrained models, and only
 pretraining can add it.
+
+**Multi-picture questions lose the pictures at the answer (measured).** `python
+benchmarks/picture_gap.py` fits linear probes (on 450 of 600 samples of a task, scored on the
+other 150) at three points of the shipped models. On `synth-triple-style` ("All three images are
+drawn in the noise style", "The three images are drawn in the same style"):
+
+- **Seen.** A picture's projected image tokens, averaged, name its background 99.8% of the time
+  on `tiny-llava-qwen` (100.0% on `tiny-llava-llama`), whether it holds a given shape 97.7%
+  (baseline 77.1) and a given colour 93.7% (baseline 76.9).
+- **Placed.** From the first decoder layer on, an image token's hidden state says which picture
+  it belongs to 92-93% of the time on qwen (chance 33.3), 85-91% on llama.
+- **Gathered.** The answer position carries each picture's background 45-62% of the time on
+  qwen's last layer, 71-78% on llama's, and the answer 50.7% and 60.7% (baseline 54.7).
+
+So the models see every picture and know which is which, but the answer position reads them
+only in part and does not compare them. A LoRA does not close the gap with more data: 2,000
+steps on 3,000 samples (`python benchmarks/learnability.py --tasks synth-triple-style --steps
+2000 --every 500 --test 200 --train-size 3000`) end at 50.5%. `synth-quality-pair` stays at
+50.5% even at its largest quality gap (`--degradation 1.0`), though stage 2's one-picture
+quality question is answered every time. Teaching the answer position to read pictures one by
+one, and to compare them, is pretraining's next step for the multi-picture twins.
 """
 
 

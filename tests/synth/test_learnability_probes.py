@@ -62,3 +62,21 @@ def test_two_hop_probe_answers_with_the_label_of_the_asked_shapes_colour(learnab
     assert len({s["choices"].index(s["answer"]) for s in samples}) == 4  # gold at every position
     # some distractors are another shape's colour: naming any colour of the facts fails
     assert other_fact_offered > 0
+
+
+def test_knob_overrides_replace_only_the_knobs_given(learnability) -> None:
+    import argparse
+
+    from drake.synth.knobs import DEFAULT_KNOBS
+
+    default = DEFAULT_KNOBS["synth-quality-pair"]
+    none = argparse.Namespace(closeness=None, objects=None, degradation=None)
+    assert learnability.knobs_for("synth-quality-pair", none) == default
+    harder = argparse.Namespace(closeness=None, objects=None, degradation=1.0)
+    got = learnability.knobs_for("synth-quality-pair", harder)
+    assert got.degradation == 1.0 and default.degradation != 1.0
+    assert (got.objects, got.closeness, got.count) == (default.objects, default.closeness,
+                                                       default.count)
+    both = argparse.Namespace(closeness=0.0, objects=[1, 2], degradation=None)
+    got = learnability.knobs_for("synth-quality-pair", both)
+    assert (got.closeness, got.objects, got.degradation) == (0.0, (1, 2), default.degradation)
