@@ -31,8 +31,8 @@ Afterwards it scores greedy exact match on ``--test`` fresh picture questions.
 
 ``--save DIR`` writes the drilled model to the model cache ``DIR`` (``DIR/<model>/``), where
 ``--model-cache DIR`` of the other benchmarks (``learnability.py``, ``picture_gap.py``) reads
-it. One thread, CPU: the defaults take about 15 minutes on the 3-layer qwen alone on a core
-(about 20 with a second run beside it).
+it. One thread, CPU: the defaults took 1,125 s on the 3-layer qwen with two other runs
+sharing the machine's two cores, and 1,620-1,720 s with three.
 """
 
 from __future__ import annotations

@@ -541,8 +541,8 @@ one, and to compare them, is pretraining's next step for the multi-picture twins
 
 **Picture questions teach the answer position to read pictures (measured; not in the shipped
 weights).** `python benchmarks/picture_drill.py --save DIR` continues the shipped
-`tiny-llava-qwen` with stage 3's recipe for 1,200 steps of 32 (about 20 minutes on one core
-beside another run): half of every batch is stage 3's own draws, half are picture questions
+`tiny-llava-qwen` with stage 3's recipe for 1,200 steps of 32 (19 minutes with two other runs
+on two cores): half of every batch is stage 3's own draws, half are picture questions
 about one picture's background or look, found by its number ("Tell me the kind of background in
 picture 2.") or by what it shows ("Tell me the number of the picture that looks grainy."), with
 stage 3's pointer from the answer position to that picture's nine image tokens. None is a
