@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,9 +39,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from public_formats import load_tiny, model_arguments
-
-from drake.models.loading import quiet_transformers
+from public_formats import load_tiny, model_arguments, save_model_cache
 
 pretrain = importlib.import_module("drake.models.pretrain")
 
@@ -191,12 +188,7 @@ def main() -> None:
     drill(bundle, pools, steps=args.steps, share=args.share, lr=args.lr, seed=args.seed,
           every=args.every, on_point=on_point)
     if args.save:
-        folder = Path(args.save) / args.model
-        folder.mkdir(parents=True, exist_ok=True)
-        with quiet_transformers():
-            bundle.model.save_pretrained(str(folder))
-        bundle.tokenizer.save_pretrained(str(folder))
-        (folder / "drill.json").write_text(json.dumps(vars(args), indent=2, sort_keys=True))
+        folder = save_model_cache(bundle, Path(args.save), args.model, "drill.json", vars(args))
         print(f"saved to {folder} (read it with --model-cache {args.save})")
 
 

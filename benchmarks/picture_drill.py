@@ -40,21 +40,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from public_formats import load_tiny, model_arguments
+from public_formats import load_tiny, model_arguments, save_model_cache
 
 pretrain = importlib.import_module("drake.models.pretrain")
 
-#: The degradations a picture may show (the public ``quality`` family's, but the covering box),
-#: and their strength ranges.
-LOOKS = {"blur": (1.0, 2.5), "noise": (20.0, 50.0), "dark": (0.4, 0.75),
-         "bright": (0.4, 0.75), "pixelate": (3.0, 4.99)}
 FAMILIES = ("which_background", "background_at", "which_look", "look_at")
 _TEMPLATES = {
     "which_background": "Tell me the number of the picture with the {background} background.",
@@ -80,13 +75,9 @@ class PictureQuestions:
         self.prefix = prefix
         self.made = 0
 
-    def _effect(self, look: str) -> tuple[tuple[str, float], ...]:
-        value = float(self.rng.uniform(*LOOKS[look]))
-        return ((look, float(int(value)) if look == "pixelate" else value),)
-
     def next(self) -> tuple[dict[str, Any], list[int]]:
         from drake.synth.common import random_objects
-        from drake.synth.public import QUALITY_WORDS
+        from drake.synth.public import DEGRADATION_STRENGTHS, QUALITY_WORDS, degradation_effect
         from drake.synth.scene import DOMAINS, Scene, arrange, render
 
         rng = self.rng
@@ -95,7 +86,7 @@ class PictureQuestions:
         family = FAMILIES[int(rng.integers(len(FAMILIES)))]
         backgrounds = [DOMAINS[int(rng.integers(len(DOMAINS)))] for _ in range(n)]
         looks = [""] * n
-        kinds = tuple(LOOKS)
+        kinds = tuple(DEGRADATION_STRENGTHS)
         if family == "which_background":  # the asked background is on picture k alone
             backgrounds[k] = DOMAINS[int(rng.integers(len(DOMAINS)))]
             others = [d for d in DOMAINS if d != backgrounds[k]]
@@ -117,7 +108,7 @@ class PictureQuestions:
             question = _TEMPLATES[family].format(k=k + 1)
             answer = QUALITY_WORDS[looks[k]]
         scenes = [Scene(tuple(arrange(rng, random_objects(rng, int(rng.integers(0, 4))))),
-                        backgrounds[i], self._effect(looks[i]) if looks[i] else ())
+                        backgrounds[i], degradation_effect(rng, looks[i]) if looks[i] else ())
                   for i in range(n)]
         label = _LABELS[int(rng.integers(len(_LABELS)))]
         lines = [label.format(k=i + 1, image="<image>") for i in range(n)]
@@ -200,20 +191,7 @@ def exact_match(bundle: Any, count: int, seed: int) -> dict[str, float]:
     return scores
 
 
-def save(bundle: Any, source: Path, out: Path) -> Path:
-    """The drilled model as a model cache: ``source``'s files (tokenizer, report) with the new
-    weights, in ``out/<model>/``."""
-    folder = out / bundle.info.name
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(source, folder)
-    bundle.model.save_pretrained(str(folder))
-    return folder
-
-
 def main() -> None:
-    from drake.models import cache_dir
-    from drake.models.shipped import shipped_folder
-
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     model_arguments(parser)
@@ -228,13 +206,12 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     bundle = load_tiny(args)
-    cached = Path(args.model_cache or cache_dir()) / args.model
-    source = cached if (cached / "model.safetensors").is_file() else shipped_folder(args.model)
     print(f"before: picture questions {exact_match(bundle, args.test, args.seed)}", flush=True)
     drill(bundle, steps=args.steps, pictures=args.pictures, lr=args.lr, seed=args.seed,
           pointer=not args.no_pointer, say=lambda line: print(line, flush=True))
     print(f"after: picture questions {exact_match(bundle, args.test, args.seed)}")
-    print(f"saved {save(bundle, source, Path(args.save))}")
+    folder = save_model_cache(bundle, Path(args.save), args.model, "drill.json", vars(args))
+    print(f"saved to {folder} (read it with --model-cache {args.save})")
 
 
 if __name__ == "__main__":

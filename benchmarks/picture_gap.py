@@ -108,23 +108,14 @@ def seen(bundle: Any, samples: Sequence[dict[str, Any]], train: int) -> dict[str
     """Probe accuracies of the averaged projected tokens of every picture (the pictures of the
     first ``train`` samples fit the probes): ``background``, and ``colour present`` and ``shape
     present`` averaged over the colours and shapes, each beside its majority baseline."""
-    from drake.models.bundle import _base_llava
     from drake.synth.scene import ALL_DOMAINS, COLOURS, SHAPES
 
-    base = _base_llava(bundle.model)
-    pictures = [(i, image, fact) for i, s in enumerate(samples)
-                for image, fact in zip(s["images"], picture_facts(s))]
-    feats = []
     with torch.no_grad():
-        for start in range(0, len(pictures), 64):
-            chunk = [image for _, image, _ in pictures[start:start + 64]]
-            out = base.model.get_image_features(pixel_values=bundle._pixel_fn(chunk),
-                                                return_dict=True).pooler_output
-            feats += [f.float().mean(0) for f in out]
-    x = torch.stack(feats)
-    cut = sum(1 for i, _, _ in pictures if i < train)
-    facts = [fact for _, _, fact in pictures]
-    result = {"pictures": len(pictures),
+        per_sample = bundle._image_features(samples, set(range(len(samples))), 64)
+    x = torch.stack([f.float().mean(0) for i in range(len(samples)) for f in per_sample[i]])
+    facts = [fact for s in samples for fact in picture_facts(s)]
+    cut = sum(len(s["images"]) for s in samples[:train])
+    result = {"pictures": len(facts),
               "background": linear_probe(x, torch.tensor([f["background"] for f in facts]), cut,
                                          classes=len(ALL_DOMAINS))}
     for key, words in (("colour", COLOURS), ("shape", SHAPES)):

@@ -24,6 +24,7 @@ import argparse
 import importlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,22 @@ def load_tiny(args: argparse.Namespace) -> Any:
 
     torch.set_num_threads(1)
     return load_model(args.model, cache_dir=args.model_cache)
+
+
+def save_model_cache(bundle: Any, root: Path, model: str, record: str,
+                     settings: dict[str, Any]) -> Path:
+    """Write ``bundle``'s model and tokenizer to the model cache ``root`` (``root/<model>/``),
+    where ``--model-cache root`` reads them, with the run's ``settings`` as ``record`` (JSON)
+    beside them; returns the folder."""
+    from drake.models.loading import quiet_transformers
+
+    folder = root / model
+    folder.mkdir(parents=True, exist_ok=True)
+    with quiet_transformers():
+        bundle.model.save_pretrained(str(folder))
+    bundle.tokenizer.save_pretrained(str(folder))
+    (folder / record).write_text(json.dumps(settings, indent=2, sort_keys=True))
+    return folder
 
 
 def options(sample: dict[str, Any]) -> list[str] | None:

@@ -35,6 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
+import numpy as np
+
 from drake.synth.common import Ctx, Draft, random_objects
 from drake.synth.relation import DEMON_CHOOSE
 from drake.synth.scene import (
@@ -68,6 +70,10 @@ QUALITY_WORDS = MappingProxyType({
     "pixelate": "blocky", "covered": "covered",
 })
 """Answer of the quality family for each degradation (``covered``: a grey box hides a part)."""
+DEGRADATION_STRENGTHS = MappingProxyType({
+    "blur": (1.0, 2.5), "noise": (20.0, 50.0), "dark": (0.4, 0.75), "bright": (0.4, 0.75),
+    "pixelate": (3.0, 4.99)})
+"""Strength range of each degradation a public picture may show (besides a covering box)."""
 STATE_WORDS = MappingProxyType({"": "whole", "broken": "cracked", "faded": "pale"})
 SIDE_WORDS = ("left", "right", "over", "under")
 
@@ -176,10 +182,14 @@ def _degraded(ctx: Ctx, p: float) -> tuple[str, tuple[tuple[str, float], ...], t
     if kind == "covered":
         x0, y0 = (float(v) for v in rng.uniform(0.05, 0.55, size=2))
         return kind, (), ((x0, y0, x0 + 0.4, y0 + 0.4),)
-    strength = {"blur": (1.0, 2.5), "noise": (20.0, 50.0), "dark": (0.4, 0.75),
-                "bright": (0.4, 0.75), "pixelate": (3.0, 4.99)}[kind]
-    value = float(rng.uniform(*strength))
-    return kind, ((kind, float(int(value)) if kind == "pixelate" else value),), ()
+    return kind, degradation_effect(rng, kind), ()
+
+
+def degradation_effect(rng: np.random.Generator, kind: str) -> tuple[tuple[str, float], ...]:
+    """One ``kind`` of :data:`DEGRADATION_STRENGTHS` at a strength drawn from its range (a
+    whole factor for ``pixelate``), as a :class:`~drake.synth.scene.Scene`'s ``effects``."""
+    value = float(rng.uniform(*DEGRADATION_STRENGTHS[kind]))
+    return ((kind, float(int(value)) if kind == "pixelate" else value),)
 
 
 def _one(ctx: Ctx, objs: Sequence[Obj], question: str, answer: str, family: str, *,

@@ -79,7 +79,6 @@ def _digest(bundle) -> str:
 
 def test_drill_is_seeded_trains_with_the_pointer_and_saves_a_cache(bench, tmp_path) -> None:
     from drake.models import load_model
-    from drake.models.shipped import shipped_folder
 
     def run(pointer: bool):
         torch.manual_seed(0)
@@ -95,7 +94,8 @@ def test_drill_is_seeded_trains_with_the_pointer_and_saves_a_cache(bench, tmp_pa
     assert _digest(run(True)[0]) == _digest(first)
     assert _digest(run(False)[0]) != _digest(first)  # the pointer loss changes the update
     assert not any(p.requires_grad for p in first.model.parameters())
-    folder = bench.save(first, shipped_folder("tiny-llava-qwen"), tmp_path)
+    save_model_cache = bench.save_model_cache  # public_formats', as the script imports it
+    folder = save_model_cache(first, tmp_path, "tiny-llava-qwen", "drill.json", {"seed": 0})
     assert folder == tmp_path / "tiny-llava-qwen"
     assert _digest(load_model("tiny-llava-qwen", cache_dir=tmp_path)) == _digest(first)
     scores = bench.exact_match(first, 6, 0)
