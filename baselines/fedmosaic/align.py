@@ -267,19 +267,28 @@ def align_B(H_pivot: torch.Tensor, B_pivot: torch.Tensor, H_other: torch.Tensor,
 
 @dataclass
 class LayerFeatures:
-    """Inputs ``h_I`` (``m x d_I``) and base outputs ``W_p h_I`` (``m x d_O``) of one PQ-LoRA layer."""
+    """Inputs ``h_I`` (``m x d_I``) and base outputs ``W_p h_I`` (``m x d_O``) of one PQ-LoRA layer.
+
+    ``outputs`` is None when they were not collected (only ``b_features="layer"`` reads them).
+    Layers that read the same tensor (a decoder layer's q/k/v projections, its gate/up
+    projections) share one ``inputs`` tensor.
+    """
 
     inputs: torch.Tensor
-    outputs: torch.Tensor
+    outputs: torch.Tensor | None
 
 
 def collect_features(bundle: Any, samples: Sequence[Mapping[str, Any]], *, batch_size: int = 8,
-                     pool: Literal["tokens", "mean"] = "tokens"
+                     pool: Literal["tokens", "mean"] = "tokens", outputs: bool = True
                      ) -> tuple[dict[str, LayerFeatures], torch.Tensor]:
     """Inputs and base outputs of every PQ-LoRA layer of ``bundle.model`` on ``samples``.
 
     The model runs with all adapters off (Alg. 3, ``scale=0``), in eval mode, without gradients,
     on ``bundle.collate(samples, train=True)`` (prompt and answer). Padding is dropped.
+
+    Memory: with ``pool="tokens"`` every attended token of every sample is a row, for every
+    layer. Layers fed by one tensor keep one copy of it (q/k/v read the same hidden states), and
+    ``outputs=False`` keeps no outputs; neither changes a value.
 
     Parameters
     ----------
@@ -288,6 +297,8 @@ def collect_features(bundle: Any, samples: Sequence[Mapping[str, Any]], *, batch
     pool : {"tokens", "mean"}
         One row per attended token (two models pair token by token, which needs one tokenizer),
         or one row per sample, the mean over its tokens (pairs across tokenizers).
+    outputs : bool
+        Collect the base outputs too (``align_features(b_features="layer")`` needs them).
 
     Returns
     -------
@@ -303,15 +314,27 @@ def collect_features(bundle: Any, samples: Sequence[Mapping[str, Any]], *, batch
     mods = pq_modules(model)
     if not mods:
         raise KeyError("the model has no PQ-LoRA layer; add them with inject_pqlora")
-    captured: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    captured: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
 
     def hook_for(key: str):
         def hook(module, args, output):
-            captured[key] = (args[0].detach(), output.detach())
+            # the tensor itself (no_grad holds): its identity says which layers read one input
+            captured[key] = (args[0], output if outputs else None)
         return hook
 
+    def pooled(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        h = h.detach().float().cpu()
+        if pool == "tokens":
+            return h[mask]
+        w = mask.unsqueeze(-1).float()
+        return (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+
     handles = [m.base.register_forward_hook(hook_for(k)) for k, m in mods.items()]
-    parts: dict[str, tuple[list, list]] = {k: ([], []) for k in mods}
+    # the key whose input each layer shares (itself when it reads a tensor of its own); fixed
+    # on the first batch and checked on every later one
+    source: dict[str, str] = {}
+    ins: dict[str, list[torch.Tensor]] = {}
+    outs: dict[str, list[torch.Tensor]] = {k: [] for k in mods}
     tokens: list[torch.Tensor] = []
     was_training = model.training
     try:
@@ -322,24 +345,27 @@ def collect_features(bundle: Any, samples: Sequence[Mapping[str, Any]], *, batch
                 captured.clear()
                 model(**{k: v for k, v in batch.items() if k != "labels"}, use_cache=False)
                 mask = batch["attention_mask"].bool().cpu()
+                owner: dict[int, str] = {}
+                for key in mods:
+                    first = owner.setdefault(id(captured[key][0]), key)
+                    if source.setdefault(key, first) != first:
+                        raise RuntimeError(f"{key}: its input tensor changed owner between "
+                                           f"batches ({source[key]} then {first})")
                 for key in mods:
                     h_in, h_out = captured[key]
-                    h_in, h_out = h_in.float().cpu(), h_out.float().cpu()
-                    if pool == "tokens":
-                        parts[key][0].append(h_in[mask])
-                        parts[key][1].append(h_out[mask])
-                    else:
-                        w = mask.unsqueeze(-1).float()
-                        n = w.sum(1).clamp_min(1.0)
-                        parts[key][0].append((h_in * w).sum(1) / n)
-                        parts[key][1].append((h_out * w).sum(1) / n)
+                    if source[key] == key:
+                        ins.setdefault(key, []).append(pooled(h_in, mask))
+                    if h_out is not None:
+                        outs[key].append(pooled(h_out, mask))
                 ids = batch["input_ids"].cpu()
                 tokens.append(ids[mask] if pool == "tokens" else mask.sum(1))
     finally:
         for h in handles:
             h.remove()
         model.train(was_training)
-    feats = {k: LayerFeatures(torch.cat(a), torch.cat(b)) for k, (a, b) in parts.items()}
+    merged = {k: torch.cat(v) for k, v in ins.items()}
+    feats = {k: LayerFeatures(merged[source[k]], torch.cat(outs[k]) if outputs else None)
+             for k in mods}
     return feats, torch.cat(tokens)
 
 
@@ -473,6 +499,9 @@ def align_features(
                         batch_size=batch_size, seed=seed)
         after = _mse(fp.inputs[test], A_p, fo.inputs[test], A_new)
         if b_features == "layer":
+            if fp.outputs is None or fo.outputs is None:
+                raise ValueError(f"{key}: b_features='layer' needs the base outputs; collect "
+                                 "them with collect_features(..., outputs=True)")
             H_p, H_o = fp.outputs, fo.outputs
         else:
             old_B = other_frozen[f"{key}.B"].float()
@@ -512,8 +541,11 @@ def align_pair(pivot: Any, other: Any, samples: Sequence[Mapping[str, Any]], *,
         With ``pool="tokens"``, when the two models tokenise the samples differently (use
         ``pool="mean"``).
     """
-    fp, tp = collect_features(pivot, samples, batch_size=collect_batch_size, pool=pool)
-    fo, to = collect_features(other, samples, batch_size=collect_batch_size, pool=pool)
+    layer = kwargs.get("b_features", "adapter") == "layer"  # only then are outputs read
+    fp, tp = collect_features(pivot, samples, batch_size=collect_batch_size, pool=pool,
+                              outputs=layer)
+    fo, to = collect_features(other, samples, batch_size=collect_batch_size, pool=pool,
+                              outputs=layer)
     if tp.shape != to.shape or not torch.equal(tp, to):
         raise ValueError(
             f"{getattr(pivot, 'name', 'pivot')} and {getattr(other, 'name', 'other')} tokenise the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 import torch
 
 from baselines.fedmosaic import (
@@ -15,11 +16,13 @@ from baselines.fedmosaic import (
     aligned_pair,
     block_map,
     cca,
+    collect_features,
     inject_pqlora,
     nearest_row_orthonormal,
     orthogonality_penalty,
     orthonormal_rows,
     pq_frozen_state,
+    pq_modules,
 )
 
 log = logging.getLogger(__name__)
@@ -168,3 +171,39 @@ def test_tiny_llama_qwen_alignment_and_cache(make_bundle, public_samples, tmp_pa
     assert all(torch.equal(cached[k], after[k]) for k in after)
     _, hit3 = aligned_pair(*fresh(), public_samples, cache_dir=tmp_path, steps=201)
     assert not hit3  # a different setting is a different cache entry
+
+
+def test_collected_features_share_inputs_and_skip_outputs(make_bundle, public_samples):
+    """q/k/v (and gate/up) keep one copy of the hidden states they read, and ``outputs=False``
+    keeps none, without changing a value: checked against a plain hook on every layer."""
+    bundle = make_bundle("tiny-llava-qwen")
+    inject_pqlora(bundle.model, block_map(bundle.num_layers, 2), r=4)
+    samples = list(public_samples[:6])
+    assert len(samples) == 6
+    plain: dict[str, list[torch.Tensor]] = {}
+    mods = pq_modules(bundle.model)
+    hooks = [m.base.register_forward_hook(
+        lambda mod, args, out, k=k: plain.setdefault(k, []).append((args[0], out)))
+        for k, m in mods.items()]
+    try:
+        full, tokens = collect_features(bundle, samples, batch_size=4)
+    finally:
+        for h in hooks:
+            h.remove()
+    lean, tokens2 = collect_features(bundle, samples, batch_size=4, outputs=False)
+    assert torch.equal(tokens, tokens2) and len(full) == len(lean) == 14
+    batches = [bundle.collate(list(samples[i:i + 4]), train=True) for i in range(0, 6, 4)]
+    masks = [b["attention_mask"].bool() for b in batches]
+    for key in mods:
+        want_in = torch.cat([h.float()[m] for (h, _), m in zip(plain[key], masks)])
+        want_out = torch.cat([o.float()[m] for (_, o), m in zip(plain[key], masks)])
+        assert torch.equal(full[key].inputs, want_in) and torch.equal(lean[key].inputs, want_in)
+        assert torch.equal(full[key].outputs, want_out) and lean[key].outputs is None
+    for block in ("block0", "block1"):
+        q, k, v = (lean[f"{block}.self_attn.{m}_proj"].inputs for m in "qkv")
+        assert q is k is v
+        assert lean[f"{block}.mlp.gate_proj"].inputs is lean[f"{block}.mlp.up_proj"].inputs
+        assert lean[f"{block}.self_attn.o_proj"].inputs is not q
+    frozen = pq_frozen_state(bundle.model)
+    with pytest.raises(ValueError, match="needs the base outputs"):
+        align_features(lean, frozen, lean, frozen, b_features="layer", steps=1)
