@@ -64,6 +64,11 @@ PER_PICTURE = 9
 STREAM_START = 9 * 10**8
 BATCH = 32
 WARM = 50
+#: The public families that compare or relate pictures and objects (``--comparisons``).
+COMPARISON_FAMILIES = frozenset(
+    {"multi_which", "multi_count", "multi_attr", "multi_more", "multi_same", "relation", "where"})
+#: ``--comparisons`` draws from the public split from this index on, beyond every stage's pool.
+COMPARISON_START = 12 * 10**8
 
 
 class PictureQuestions:
@@ -122,15 +127,41 @@ class PictureQuestions:
         return sample, [k * PER_PICTURE + c for c in range(PER_PICTURE)]
 
 
+class ComparisonQuestions:
+    """Seeded public questions of :data:`COMPARISON_FAMILIES`: 30% from ``synth-public-multi``,
+    the rest from ``synth-public-formats`` (its other phrasings), read in index order from
+    :data:`COMPARISON_START` on and kept when their family compares or relates."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(5 + seed)
+        self.seed = seed
+        self.next_index = {"synth-public-multi": COMPARISON_START,
+                           "synth-public-formats": COMPARISON_START}
+
+    def next(self) -> dict[str, Any]:
+        task = "synth-public-multi" if self.rng.random() < 0.3 else "synth-public-formats"
+        while True:
+            index = self.next_index[task]
+            self.next_index[task] += 1
+            sample = pretrain.public_samples(task, "public", 1, self.seed, start=index)[0]
+            if pretrain._meta(sample).get("family") in COMPARISON_FAMILIES:
+                return sample
+
+
 def drill(bundle: Any, *, steps: int, pictures: int, lr: float, seed: int,
-          pointer: bool = True, batch: int = BATCH, say=print) -> list[float]:
+          pointer: bool = True, batch: int = BATCH, comparisons: int = 0,
+          say=print) -> list[float]:
     """Train ``bundle``'s model in place (see the module docstring): ``pictures`` of every
-    ``batch`` samples are picture questions. Returns each step's loss.
+    ``batch`` samples are picture questions and ``comparisons`` are public comparison
+    questions (without the pointer). Returns each step's loss.
     ``torch.manual_seed(seed)`` is the caller's."""
     from drake.models.lookup_pretrain import POINTER_HEADS, named_cells, pointer_loss
 
     if not 0 < pictures <= batch:
         raise SystemExit(f"--pictures {pictures}: give 1 to {batch} picture questions per batch")
+    if comparisons < 0 or pictures + comparisons > batch:
+        raise SystemExit(f"--comparisons {comparisons}: give 0 to {batch - pictures} "
+                         f"(with --pictures {pictures}, in a batch of {batch})")
     model = bundle.model
     model.requires_grad_(True)
     model.model.vision_tower.requires_grad_(False)
@@ -141,6 +172,7 @@ def drill(bundle: Any, *, steps: int, pictures: int, lr: float, seed: int,
     model.train()
     stream = pretrain._FreshStream(seed, STREAM_START, None, focus_share=0.5, focus="lookup")
     questions = PictureQuestions(seed)
+    compared = ComparisonQuestions(seed)
     heads = POINTER_HEADS[bundle.info.name]
     losses: list[float] = []
     start = time.perf_counter()
@@ -148,12 +180,13 @@ def drill(bundle: Any, *, steps: int, pictures: int, lr: float, seed: int,
         for step in range(steps):
             for group in opt.param_groups:
                 group["lr"] = pretrain._lr_at(step, steps, lr, warm=WARM, floor=0.1)
-            regular = (pretrain._fresh_samples(seed, None, stream.plan(batch - pictures))
-                       if pictures < batch else [])
+            own = batch - pictures - comparisons
+            regular = pretrain._fresh_samples(seed, None, stream.plan(own)) if own else []
             drawn = [questions.next() for _ in range(pictures)]
-            samples = regular + [s for s, _ in drawn]
+            extras = [compared.next() for _ in range(comparisons)]
+            samples = regular + [s for s, _ in drawn] + extras
             cells = ([named_cells(s) for s in regular]
-                     + [tuple(c) if pointer else () for _, c in drawn])
+                     + [tuple(c) if pointer else () for _, c in drawn] + [() for _ in extras])
             items, inputs = pretrain._prepare(bundle, samples)
             feats, words = pretrain._Features(bundle, inputs).rows(range(len(samples)))
 
@@ -198,6 +231,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1200)
     parser.add_argument("--pictures", type=int, default=16,
                         help="picture questions in each batch of 32")
+    parser.add_argument("--comparisons", type=int, default=0,
+                        help="public comparison questions in each batch (of the rest)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-pointer", action="store_true")
@@ -208,7 +243,8 @@ def main() -> None:
     bundle = load_tiny(args)
     print(f"before: picture questions {exact_match(bundle, args.test, args.seed)}", flush=True)
     drill(bundle, steps=args.steps, pictures=args.pictures, lr=args.lr, seed=args.seed,
-          pointer=not args.no_pointer, say=lambda line: print(line, flush=True))
+          pointer=not args.no_pointer, comparisons=args.comparisons,
+          say=lambda line: print(line, flush=True))
     print(f"after: picture questions {exact_match(bundle, args.test, args.seed)}")
     folder = save_model_cache(bundle, Path(args.save), args.model, "drill.json", vars(args))
     print(f"saved to {folder} (read it with --model-cache {args.save})")
