@@ -103,3 +103,31 @@ def test_drill_is_seeded_trains_with_the_pointer_and_saves_a_cache(bench, tmp_pa
     assert all(0.0 <= v <= 1.0 for v in scores.values())
     with pytest.raises(SystemExit, match="--pictures 5: give 1 to 4"):
         bench.drill(first, steps=1, pictures=5, batch=4, lr=1e-3, seed=0)
+    with pytest.raises(SystemExit, match="--comparisons 3: give 0 to 2"):
+        bench.drill(first, steps=1, pictures=2, comparisons=3, batch=4, lr=1e-3, seed=0)
+
+
+def test_comparison_questions_are_seeded_public_comparisons(bench) -> None:
+    from drake.models.pretrain import _meta
+
+    drawn = bench.ComparisonQuestions(0)
+    made = [drawn.next() for _ in range(40)]
+    again = bench.ComparisonQuestions(0)
+    assert [again.next()["id"] for _ in range(40)] == [s["id"] for s in made]
+    assert len({s["id"] for s in made}) == 40  # each public index once
+    assert {_meta(s)["family"] for s in made} <= bench.COMPARISON_FAMILIES
+    assert {s["task"] for s in made} == {"synth-public-multi", "synth-public-formats"}
+    assert len({_meta(s)["family"] for s in made}) >= 4
+
+
+def test_drill_with_comparisons_trains_on_them(bench) -> None:
+    from drake.models import load_model
+
+    def run(comparisons: int):
+        torch.manual_seed(0)
+        bundle = load_model("tiny-llava-qwen")
+        bench.drill(bundle, steps=1, pictures=1, comparisons=comparisons, batch=3, lr=1e-3,
+                    seed=0, say=lambda line: None)
+        return _digest(bundle)
+
+    assert run(1) == run(1) != run(0)
