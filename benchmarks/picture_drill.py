@@ -55,18 +55,12 @@ import numpy as np
 import torch
 from public_formats import load_tiny, model_arguments, save_model_cache
 
+from drake.synth.public import PICTURE_FAMILIES, PICTURE_TOKENS, picture_question
+
 pretrain = importlib.import_module("drake.models.pretrain")
 
-FAMILIES = ("which_background", "background_at", "which_look", "look_at")
-_TEMPLATES = {
-    "which_background": "Tell me the number of the picture with the {background} background.",
-    "background_at": "Tell me the kind of background in picture {k}.",
-    "which_look": "Tell me the number of the picture that looks {look}.",
-    "look_at": "Tell me how picture {k} looks.",
-}
-_LABELS = ("Picture {k}: {image}", "Photo {k}: {image}", "{image}")
-#: Image tokens per picture (the tiny towers' 3 x 3 grid).
-PER_PICTURE = 9
+FAMILIES = PICTURE_FAMILIES
+PER_PICTURE = PICTURE_TOKENS
 #: Stage 3's fresh stream starts here, far beyond any stage-2 or stage-3 pool.
 STREAM_START = 9 * 10**8
 BATCH = 32
@@ -88,50 +82,8 @@ class PictureQuestions:
         self.made = 0
 
     def next(self) -> tuple[dict[str, Any], list[int]]:
-        from drake.synth.common import random_objects
-        from drake.synth.public import DEGRADATION_STRENGTHS, QUALITY_WORDS, degradation_effect
-        from drake.synth.scene import DOMAINS, Scene, arrange, render
-
-        rng = self.rng
-        n = int(rng.integers(2, 5))
-        k = int(rng.integers(n))
-        family = FAMILIES[int(rng.integers(len(FAMILIES)))]
-        backgrounds = [DOMAINS[int(rng.integers(len(DOMAINS)))] for _ in range(n)]
-        looks = [""] * n
-        kinds = tuple(DEGRADATION_STRENGTHS)
-        if family == "which_background":  # the asked background is on picture k alone
-            backgrounds[k] = DOMAINS[int(rng.integers(len(DOMAINS)))]
-            others = [d for d in DOMAINS if d != backgrounds[k]]
-            for i in range(n):
-                if i != k:
-                    backgrounds[i] = others[int(rng.integers(len(others)))]
-            question = _TEMPLATES[family].format(background=backgrounds[k])
-            answer = str(k + 1)
-        elif family == "which_look":  # picture k alone is degraded
-            looks[k] = kinds[int(rng.integers(len(kinds)))]
-            question = _TEMPLATES[family].format(look=QUALITY_WORDS[looks[k]])
-            answer = str(k + 1)
-        elif family == "background_at":
-            question = _TEMPLATES[family].format(k=k + 1)
-            answer = backgrounds[k]
-        else:
-            looks = [kinds[int(rng.integers(len(kinds)))] if rng.random() < 0.6 else ""
-                     for _ in range(n)]
-            question = _TEMPLATES[family].format(k=k + 1)
-            answer = QUALITY_WORDS[looks[k]]
-        scenes = [Scene(tuple(arrange(rng, random_objects(rng, int(rng.integers(0, 4))))),
-                        backgrounds[i], degradation_effect(rng, looks[i]) if looks[i] else ())
-                  for i in range(n)]
-        label = _LABELS[int(rng.integers(len(_LABELS)))]
-        lines = [label.format(k=i + 1, image="<image>") for i in range(n)]
         self.made += 1
-        sample = {"id": f"{self.prefix}-{self.made}", "task": self.prefix,
-                  "images": [render(s, 64, rng) for s in scenes],
-                  "prompt": "\n".join([*lines, question]), "answer": answer, "choices": [],
-                  "answer_type": "open",
-                  "meta": json.dumps({"family": family,
-                                      "scenes": [s.summary() for s in scenes]})}
-        return sample, [k * PER_PICTURE + c for c in range(PER_PICTURE)]
+        return picture_question(self.rng, f"{self.prefix}-{self.made}", task=self.prefix)
 
 
 class ComparisonQuestions:

@@ -576,3 +576,77 @@ TEXTS: tuple[str, ...] = (*_T.values(), *_Q.values(), *_F.values(), *QUALITY_WOR
                           *STATE_WORDS.values(), *SIDE_WORDS, *DOMAINS, *ORDINALS,
                           *(o.capitalize() for o in ORDINALS), *VERDICTS[2])
 """Every literal word of the public split (part of :func:`drake.synth.vocabulary`)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Picture questions: which picture is which (pretraining's picture stage)
+
+PICTURE_FAMILIES = ("which_background", "background_at", "which_look", "look_at")
+"""The picture questions' families: a picture found by its background or look, or a picture's
+background or look given its number."""
+_P = MappingProxyType({
+    "which_background": "Tell me the number of the picture with the {background} background.",
+    "background_at": "Tell me the kind of background in picture {k}.",
+    "which_look": "Tell me the number of the picture that looks {look}.",
+    "look_at": "Tell me how picture {k} looks.",
+})
+_PICTURE_LINES = ("Picture {k}: {image}", "Photo {k}: {image}", "{image}")
+#: Image tokens per picture of the tiny towers (a 3 x 3 grid).
+PICTURE_TOKENS = 9
+
+
+def picture_question(rng: np.random.Generator, sample_id: str, task: str = "picture"
+                     ) -> tuple[dict, list[int]]:
+    """A picture question, drawn from ``rng``: two to four pictures (labelled "Picture 2:",
+    "Photo 2:" or not at all), one question about one picture's background or look, found by
+    its number ("Tell me the kind of background in picture 2.") or by what it shows ("Tell me
+    the number of the picture that looks grainy."), with an open answer.
+
+    Returns the sample (``id`` ``sample_id``; ``meta``: the family, the asked picture's index
+    ``picture`` and the scenes) and the asked picture's positions among the sample's image
+    tokens (:data:`PICTURE_TOKENS` per picture), which pretraining's pointer attends to. These
+    questions are not a task of the public split: pretraining draws them
+    (:mod:`drake.models.picture_pretrain`), and none repeats a client task's question.
+    """
+    import json
+
+    from drake.synth.scene import render
+
+    n = int(rng.integers(2, 5))
+    k = int(rng.integers(n))
+    family = PICTURE_FAMILIES[int(rng.integers(len(PICTURE_FAMILIES)))]
+    backgrounds = [DOMAINS[int(rng.integers(len(DOMAINS)))] for _ in range(n)]
+    looks = [""] * n
+    kinds = tuple(DEGRADATION_STRENGTHS)
+    if family == "which_background":  # the asked background is on picture k alone
+        backgrounds[k] = DOMAINS[int(rng.integers(len(DOMAINS)))]
+        others = [d for d in DOMAINS if d != backgrounds[k]]
+        for i in range(n):
+            if i != k:
+                backgrounds[i] = others[int(rng.integers(len(others)))]
+        question = _P[family].format(background=backgrounds[k])
+        answer = str(k + 1)
+    elif family == "which_look":  # picture k alone is degraded
+        looks[k] = kinds[int(rng.integers(len(kinds)))]
+        question = _P[family].format(look=QUALITY_WORDS[looks[k]])
+        answer = str(k + 1)
+    elif family == "background_at":
+        question = _P[family].format(k=k + 1)
+        answer = backgrounds[k]
+    else:
+        looks = [kinds[int(rng.integers(len(kinds)))] if rng.random() < 0.6 else ""
+                 for _ in range(n)]
+        question = _P[family].format(k=k + 1)
+        answer = QUALITY_WORDS[looks[k]]
+    scenes = [Scene(tuple(arrange(rng, random_objects(rng, int(rng.integers(0, 4))))),
+                    backgrounds[i], degradation_effect(rng, looks[i]) if looks[i] else ())
+              for i in range(n)]
+    label = _PICTURE_LINES[int(rng.integers(len(_PICTURE_LINES)))]
+    lines = [label.format(k=i + 1, image=IMAGE) for i in range(n)]
+    sample = {"id": sample_id, "task": task,
+              "images": [render(s, 64, rng) for s in scenes],
+              "prompt": "\n".join([*lines, question]), "answer": answer, "choices": [],
+              "answer_type": "open",
+              "meta": json.dumps({"family": family, "picture": k,
+                                  "scenes": [s.summary() for s in scenes]})}
+    return sample, [k * PICTURE_TOKENS + c for c in range(PICTURE_TOKENS)]
