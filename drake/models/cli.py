@@ -95,6 +95,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     from drake.models.clip_pretrain import CLIP_FOLDER
     from drake.models.label_pretrain import LABEL_STAGE
     from drake.models.lookup_pretrain import LOOKUP_STAGE
+    from drake.models.picture_pretrain import PICTURE_STAGE
     from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
     from drake.models.relation_pretrain import RELATION_STAGE
     from drake.models.shipped import SHIPPED_SHA256
@@ -110,12 +111,13 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             )
     onlys = [flag for flag, given in (("--lookup-only", args.lookup_only),
                                       ("--label-only", args.label_only),
-                                      ("--relation-only", args.relation_only)) if given]
+                                      ("--relation-only", args.relation_only),
+                                      ("--picture-only", args.picture_only)) if given]
     if len(onlys) > 1:
         raise ValueError(f"{' and '.join(onlys)} each skip the stages before theirs: give one "
                          "(--lookup-only runs stage 3 and the later stages given steps)")
     only = onlys[0] if onlys else None
-    if only:  # stages 3 to 5 are the tiny LLaVA families' alone
+    if only:  # stages 3 to 6 are the tiny LLaVA families' alone
         others = [n for n in names if n not in TINY_MODELS]
         if args.model != "all" and others:
             raise ValueError(f"{only} trains {' or '.join(TINY_MODELS)}, not {others[0]}")
@@ -134,11 +136,18 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     if args.relation_only and not args.relation_steps:
         raise ValueError("--relation-only runs the relation stage alone: give it "
                          "--relation-steps > 0")
-    lookup_steps = 0 if args.label_only or args.relation_only else args.lookup_steps
-    label_steps = 0 if args.relation_only else args.label_steps
-    relation_steps = 0 if args.label_only else args.relation_steps
+    if args.picture_only and not args.picture_steps:
+        raise ValueError("--picture-only runs the picture stage alone: give it "
+                         "--picture-steps > 0")
+    alone = {"--label-only": "label", "--relation-only": "relation", "--picture-only": "picture"}
+    runs = {stage: only in (None, "--lookup-only") or alone[only] == stage
+            for stage in ("label", "relation", "picture")}
+    lookup_steps = args.lookup_steps if only in (None, "--lookup-only") else 0
+    label_steps = args.label_steps if runs["label"] else 0
+    relation_steps = args.relation_steps if runs["relation"] else 0
+    picture_steps = args.picture_steps if runs["picture"] else 0
     totals = {name: (0 if only else args.steps) + lookup_steps + label_steps + relation_steps
-              for name in names}
+              + picture_steps for name in names}
     if not (args.reuse_vision or only):
         totals = {VISION_FOLDER: args.vision_steps, **totals}
     bars = {name: tqdm(total=total, desc=f"pretraining {name}", unit="step", file=sys.stderr,
@@ -155,6 +164,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 label_steps=label_steps, label_share=args.label_share,
                                 label_lr=args.label_lr, relation_steps=relation_steps,
                                 relation_share=args.relation_share,
+                                picture_steps=picture_steps, picture_share=args.picture_share,
                                 steps=args.steps, seed=args.seed,
                                 batch_size=args.batch_size, lr=args.lr,
                                 train_size=args.train_size, eval_size=args.eval_size,
@@ -180,7 +190,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         else:
             line += _held_out(report)
             for key, title in ((LOOKUP_STAGE, "look-up"), (LABEL_STAGE, "label"),
-                               (RELATION_STAGE, "relation")):
+                               (RELATION_STAGE, "relation"), (PICTURE_STAGE, "picture")):
                 stage = report.get(key)
                 if stage is None:
                     continue
@@ -287,6 +297,7 @@ def add_cli(subparsers: Any) -> None:
     )
     from drake.models.label_pretrain import DEFAULT_LABEL_LR, DEFAULT_LABEL_SHARE
     from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE, DEFAULT_LOOKUP_STEPS
+    from drake.models.picture_pretrain import DEFAULT_PICTURE_SHARE, DEFAULT_PICTURE_STEPS
     from drake.models.pretrain import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_CHECKPOINT_EVERY,
@@ -375,7 +386,8 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--lookup-only", action="store_true",
                    help="skip stages 1 and 2: run stage 3 on the stage-2 weights in the cache "
                    "(or the shipped ones when no --cache-dir is named and the cache has none), "
-                   "then the later stages asked for (--label-steps, --relation-steps)")
+                   "then the later stages asked for (--label-steps, --relation-steps, "
+                   "--picture-steps)")
     p.add_argument("--label-steps", type=int, default=0,
                    help="stage 4, after stage 3: steps that teach the tiny LLaVA families to "
                    "answer a lettered or numbered question with its option's label, attention "
@@ -401,6 +413,18 @@ def add_cli(subparsers: Any) -> None:
                    f"{DEFAULT_RELATION_SHARE})")
     p.add_argument("--relation-only", action="store_true",
                    help="run stage 5 alone, on the stage-3 weights in the cache (or the shipped "
+                   "ones when no --cache-dir is named and the cache has none)")
+    p.add_argument("--picture-steps", type=int, default=0,
+                   help="stage 6, after stage 3 (and 4, 5): steps on questions about one of "
+                   "several pictures, its background or look, with the pointer on that picture, "
+                   "and relation questions (default 0: skipped; "
+                   f"{DEFAULT_PICTURE_STEPS} is the measured budget; the shipped weights have "
+                   "not been through it)")
+    p.add_argument("--picture-share", type=float, default=DEFAULT_PICTURE_SHARE,
+                   help="stage 6: share of its samples that are those questions (default "
+                   f"{DEFAULT_PICTURE_SHARE})")
+    p.add_argument("--picture-only", action="store_true",
+                   help="run stage 6 alone, on the stage-3 weights in the cache (or the shipped "
                    "ones when no --cache-dir is named and the cache has none)")
     p.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY,
                    help="every stage: steps between checkpoints (default "

@@ -441,14 +441,16 @@ def run_attention_stage(spec: AttentionStage, name: str, *, out_dir: Path | None
 
 
 def _step_loss(bundle: Any, samples: Sequence[dict[str, Any]],
-               heads: Sequence[tuple[int, int]]) -> torch.Tensor:
-    """Stage 2's answer and grounding losses on ``samples`` plus the weighted pointer loss."""
+               heads: Sequence[tuple[int, int]],
+               cells: Callable[[dict[str, Any]], Sequence[int]] = named_cells) -> torch.Tensor:
+    """Stage 2's answer and grounding losses on ``samples`` plus the weighted pointer loss on
+    the image tokens ``cells(sample)`` names (default: stage 3's :func:`named_cells`)."""
     items, inputs = _prepare(bundle, samples)
     feats, words = _Features(bundle, inputs).rows(range(len(samples)))
-    cells = [named_cells(s) for s in samples]
+    targets = [cells(s) for s in samples]
 
     def pointer(attentions: Sequence[torch.Tensor]) -> torch.Tensor | None:
-        loss = pointer_loss(attentions, items, cells, bundle.image_token_id, heads)
+        loss = pointer_loss(attentions, items, targets, bundle.image_token_id, heads)
         return None if loss is None else POINTER_WEIGHT * loss
 
     return _language_loss(bundle, items, feats, words, extra=pointer)

@@ -1151,12 +1151,12 @@ ManyProgress = Callable[[str, int, int, float], None]
 _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "eval_size",
                 "device", "fresh", "sample_workers", "checkpoint_every", "focus_share", "focus",
                 "mark_options"}
-#: Stages 3, 4 and 5's own arguments (:mod:`drake.models.lookup_pretrain`,
-#: :mod:`drake.models.label_pretrain`, :mod:`drake.models.relation_pretrain`); they share
-#: ``out_dir``, ``seed``, ``batch_size``, ``eval_size``, ``device`` and ``checkpoint_every``
-#: (and stages 3 and 5 ``lr``).
+#: Stages 3 to 6's own arguments (:mod:`drake.models.lookup_pretrain`,
+#: :mod:`drake.models.label_pretrain`, :mod:`drake.models.relation_pretrain`,
+#: :mod:`drake.models.picture_pretrain`); they share ``out_dir``, ``seed``, ``batch_size``,
+#: ``eval_size``, ``device`` and ``checkpoint_every`` (and all but stage 4 ``lr``).
 _LOOKUP_ARGS = {"lookup_steps", "lookup_share", "label_steps", "label_share", "label_lr",
-                "relation_steps", "relation_share"}
+                "relation_steps", "relation_share", "picture_steps", "picture_share"}
 _LOOKUP_SHARED = ("out_dir", "seed", "batch_size", "lr", "eval_size", "device", "checkpoint_every")
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
@@ -1173,8 +1173,9 @@ def pretrain_many(
 ) -> dict[str, Path]:
     """The stages: the vision tower (unless ``vision=False`` reuses the cached one), then the
     language stage of several tiny models (unless ``language=False`` starts from their cached
-    or shipped weights) and their look-up, label and relation stages (``lookup_steps``,
-    ``label_steps``, ``relation_steps`` > 0), in parallel worker processes when cores allow.
+    or shipped weights) and their look-up, label, relation and picture stages
+    (``lookup_steps``, ``label_steps``, ``relation_steps``, ``picture_steps`` > 0), in parallel
+    worker processes when cores allow.
 
     Each model trains single-threaded (see :func:`pretrain`), so ``workers`` processes use
     ``workers`` cores and every model gets exactly the weights a lone :func:`pretrain` call
@@ -1201,7 +1202,8 @@ def pretrain_many(
         (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
         ``checkpoint_every``); ``label_steps`` (default 0: none), ``label_share``,
         ``label_lr`` (stage 4, which takes the same but ``lr``); ``relation_steps`` (default 0:
-        none), ``relation_share`` (stage 5, which takes what stage 3 takes). A model's
+        none), ``relation_share`` (stage 5, which takes what stage 3 takes); ``picture_steps``
+        (default 0: none), ``picture_share`` (stage 6, likewise). A model's
         ``progress`` counts stage 2's steps, then the later stages' after them.
 
     Returns
@@ -1226,9 +1228,10 @@ def pretrain_many(
     stages = {"language": language, **{k: v for k, v in kwargs.items()
                                         if k in _LOOKUP_ARGS and v is not None}}
     if not (language or stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS)
-            or stages.get("label_steps") or stages.get("relation_steps")):
-        raise ValueError("language=False trains nothing without lookup_steps, label_steps or "
-                         "relation_steps > 0")
+            or stages.get("label_steps") or stages.get("relation_steps")
+            or stages.get("picture_steps")):
+        raise ValueError("language=False trains nothing without lookup_steps, label_steps, "
+                         "relation_steps or picture_steps > 0")
     results: dict[str, Path] = {}
     if vision:
         stage1 = {_VISION_ARGS[k]: v for k, v in kwargs.items() if k in _VISION_ARGS
@@ -1261,19 +1264,21 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
                  lookup_steps: int = DEFAULT_LOOKUP_STEPS, lookup_share: float | None = None,
                  label_steps: int = 0, label_share: float | None = None,
                  label_lr: float | None = None, relation_steps: int = 0,
-                 relation_share: float | None = None, **stage2: Any) -> Path:
+                 relation_share: float | None = None, picture_steps: int = 0,
+                 picture_share: float | None = None, **stage2: Any) -> Path:
     """One tiny family's stage 2 (:func:`pretrain`, unless ``language=False``), then its look-up
     stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`), its
     label stage when ``label_steps`` > 0 (:func:`drake.models.label_pretrain.pretrain_label`,
-    at its own learning rate unless ``label_lr``) and its relation stage when
-    ``relation_steps`` > 0 (:func:`drake.models.relation_pretrain.pretrain_relation`).
+    at its own learning rate unless ``label_lr``), its relation stage when ``relation_steps``
+    > 0 (:func:`drake.models.relation_pretrain.pretrain_relation`) and its picture stage when
+    ``picture_steps`` > 0 (:func:`drake.models.picture_pretrain.pretrain_picture`).
     ``progress`` counts each stage's steps after the ones before, out of all the stages'
     steps."""
-    if not (language or lookup_steps or label_steps or relation_steps):
+    if not (language or lookup_steps or label_steps or relation_steps or picture_steps):
         raise ValueError(f"{name}: language=False trains nothing without lookup_steps, "
-                         "label_steps or relation_steps > 0")
+                         "label_steps, relation_steps or picture_steps > 0")
     done = stage2.get("steps", DEFAULT_STEPS) if language else 0
-    total = done + lookup_steps + label_steps + relation_steps
+    total = done + lookup_steps + label_steps + relation_steps + picture_steps
 
     def after(skip: int) -> Progress | None:
         return None if progress is None else (lambda s, t, v: progress(skip + s, total, v))
@@ -1301,6 +1306,13 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
         extra = {} if relation_share is None else {"share": relation_share}
         folder = pretrain_relation(name, steps=relation_steps, **shared, **extra,
                                    progress=after(done))
+        done += relation_steps
+    if picture_steps:
+        from drake.models.picture_pretrain import pretrain_picture
+
+        extra = {} if picture_share is None else {"share": picture_share}
+        folder = pretrain_picture(name, steps=picture_steps, **shared, **extra,
+                                  progress=after(done))
     return folder
 
 
