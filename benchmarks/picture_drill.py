@@ -27,13 +27,18 @@ plus grounding) and stage 3's pointer loss on its look-up heads. Each batch of 3
   the pointer. On its own (16 of 32, 1,500 steps) that mix lifted ``synth-pair-statement``
   from 53.5% to 70.0 +- 3.3% over three seeds.
 
-Picture questions are generated here, from their own seeded random stream; none is a client
-task's question (``tests/synth/test_picture_drill_benchmark.py`` checks the templates).
+* with ``--compare``, the picture questions also ask whether two numbered pictures share a
+  background or a look ("Tell me if picture 1 and picture 3 look alike."; yes or no), with the
+  pointer on both pictures (:data:`drake.synth.public.COMPARE_FAMILIES`).
+
+Picture questions (:func:`drake.synth.public.picture_question`) come from their own seeded
+random stream; none is a client task's question (``tests/synth/test_picture_questions.py``
+checks the templates).
 Afterwards it scores greedy exact match on ``--test`` fresh picture questions.
 
     python benchmarks/picture_drill.py [--model tiny-llava-qwen] [--model-cache DIR]
-        [--steps 1200] [--pictures 16] [--comparisons 0] [--lr 1e-3] [--seed 0] [--no-pointer]
-        [--test 200]
+        [--steps 1200] [--pictures 16] [--comparisons 0] [--compare] [--lr 1e-3] [--seed 0]
+        [--no-pointer] [--test 200]
         --save DIR
 
 ``--save DIR`` writes the drilled model to the model cache ``DIR`` (``DIR/<model>/``), where
@@ -55,7 +60,12 @@ import numpy as np
 import torch
 from public_formats import load_tiny, model_arguments, save_model_cache
 
-from drake.synth.public import PICTURE_FAMILIES, PICTURE_TOKENS, picture_question
+from drake.synth.public import (
+    COMPARE_FAMILIES,
+    PICTURE_FAMILIES,
+    PICTURE_TOKENS,
+    picture_question,
+)
 
 pretrain = importlib.import_module("drake.models.pretrain")
 
@@ -76,14 +86,16 @@ class PictureQuestions:
     """Seeded picture questions: ``next()`` gives (sample, the asked picture's token indices
     among the sample's image tokens)."""
 
-    def __init__(self, seed: int, prefix: str = "picture") -> None:
+    def __init__(self, seed: int, prefix: str = "picture", compare: bool = False) -> None:
         self.rng = np.random.default_rng(77 + seed)
         self.prefix = prefix
         self.made = 0
+        self.families = PICTURE_FAMILIES + (COMPARE_FAMILIES if compare else ())
 
     def next(self) -> tuple[dict[str, Any], list[int]]:
         self.made += 1
-        return picture_question(self.rng, f"{self.prefix}-{self.made}", task=self.prefix)
+        return picture_question(self.rng, f"{self.prefix}-{self.made}", task=self.prefix,
+                                families=self.families)
 
 
 class ComparisonQuestions:
@@ -109,7 +121,7 @@ class ComparisonQuestions:
 
 def drill(bundle: Any, *, steps: int, pictures: int, lr: float, seed: int,
           pointer: bool = True, batch: int = BATCH, comparisons: int = 0,
-          say=print) -> list[float]:
+          compare: bool = False, say=print) -> list[float]:
     """Train ``bundle``'s model in place (see the module docstring): ``pictures`` of every
     ``batch`` samples are picture questions and ``comparisons`` are public comparison
     questions (without the pointer). Returns each step's loss.
@@ -130,7 +142,7 @@ def drill(bundle: Any, *, steps: int, pictures: int, lr: float, seed: int,
     model.set_attn_implementation("eager")
     model.train()
     stream = pretrain._FreshStream(seed, STREAM_START, None, focus_share=0.5, focus="lookup")
-    questions = PictureQuestions(seed)
+    questions = PictureQuestions(seed, compare=compare)
     compared = ComparisonQuestions(seed)
     heads = POINTER_HEADS[bundle.info.name]
     losses: list[float] = []
@@ -192,6 +204,8 @@ def main() -> None:
                         help="picture questions in each batch of 32")
     parser.add_argument("--comparisons", type=int, default=0,
                         help="public comparison questions in each batch (of the rest)")
+    parser.add_argument("--compare", action="store_true",
+                        help="picture questions also compare two pictures' backgrounds or looks")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-pointer", action="store_true")
@@ -202,7 +216,7 @@ def main() -> None:
     bundle = load_tiny(args)
     print(f"before: picture questions {exact_match(bundle, args.test, args.seed)}", flush=True)
     drill(bundle, steps=args.steps, pictures=args.pictures, lr=args.lr, seed=args.seed,
-          pointer=not args.no_pointer, comparisons=args.comparisons,
+          pointer=not args.no_pointer, comparisons=args.comparisons, compare=args.compare,
           say=lambda line: print(line, flush=True))
     print(f"after: picture questions {exact_match(bundle, args.test, args.seed)}")
     folder = save_model_cache(bundle, Path(args.save), args.model, "drill.json", vars(args))

@@ -584,19 +584,24 @@ TEXTS: tuple[str, ...] = (*_T.values(), *_Q.values(), *_F.values(), *QUALITY_WOR
 PICTURE_FAMILIES = ("which_background", "background_at", "which_look", "look_at")
 """The picture questions' families: a picture found by its background or look, or a picture's
 background or look given its number."""
+COMPARE_FAMILIES = ("same_background", "same_look")
+"""Picture questions that compare two numbered pictures' backgrounds or looks (yes / no); drawn
+only when asked for (``picture_question(..., families=...)``)."""
 _P = MappingProxyType({
     "which_background": "Tell me the number of the picture with the {background} background.",
     "background_at": "Tell me the kind of background in picture {k}.",
     "which_look": "Tell me the number of the picture that looks {look}.",
     "look_at": "Tell me how picture {k} looks.",
+    "same_background": "Tell me if picture {a} and picture {b} have one kind of background.",
+    "same_look": "Tell me if picture {a} and picture {b} look alike.",
 })
 _PICTURE_LINES = ("Picture {k}: {image}", "Photo {k}: {image}", "{image}")
 #: Image tokens per picture of the tiny towers (a 3 x 3 grid).
 PICTURE_TOKENS = 9
 
 
-def picture_question(rng: np.random.Generator, sample_id: str, task: str = "picture"
-                     ) -> tuple[dict, list[int]]:
+def picture_question(rng: np.random.Generator, sample_id: str, task: str = "picture",
+                     families: Sequence[str] = PICTURE_FAMILIES) -> tuple[dict, list[int]]:
     """A picture question, drawn from ``rng``: two to four pictures (labelled "Picture 2:",
     "Photo 2:" or not at all), one question about one picture's background or look, found by
     its number ("Tell me the kind of background in picture 2.") or by what it shows ("Tell me
@@ -604,7 +609,9 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
 
     Returns the sample (``id`` ``sample_id``; ``meta``: the family, the asked picture's index
     ``picture`` and the scenes) and the asked picture's positions among the sample's image
-    tokens (:data:`PICTURE_TOKENS` per picture), which pretraining's pointer attends to. These
+    tokens (:data:`PICTURE_TOKENS` per picture), which pretraining's pointer attends to; a
+    family of :data:`COMPARE_FAMILIES` (among ``families``) asks whether two numbered pictures
+    share a background or a look, and its positions are both pictures'. These
     questions are not a task of the public split: pretraining draws them
     (:mod:`drake.models.picture_pretrain`), and none repeats a client task's question.
     """
@@ -614,7 +621,7 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
 
     n = int(rng.integers(2, 5))
     k = int(rng.integers(n))
-    family = PICTURE_FAMILIES[int(rng.integers(len(PICTURE_FAMILIES)))]
+    family = families[int(rng.integers(len(families)))]
     backgrounds = [DOMAINS[int(rng.integers(len(DOMAINS)))] for _ in range(n)]
     looks = [""] * n
     kinds = tuple(DEGRADATION_STRENGTHS)
@@ -633,6 +640,20 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
     elif family == "background_at":
         question = _P[family].format(k=k + 1)
         answer = backgrounds[k]
+    elif family in COMPARE_FAMILIES:  # picture k against picture b, alike half of the time
+        b = (k + 1 + int(rng.integers(n - 1))) % n
+        alike = bool(rng.random() < 0.5)
+        if family == "same_background":
+            others = [d for d in DOMAINS if d != backgrounds[k]]
+            backgrounds[b] = backgrounds[k] if alike else others[int(rng.integers(len(others)))]
+        else:
+            options = ("", *kinds)
+            looks = [options[int(rng.integers(len(options)))] for _ in range(n)]
+            others = [x for x in options if x != looks[k]]
+            looks[b] = looks[k] if alike else others[int(rng.integers(len(others)))]
+        first, second = sorted((k, b))
+        question = _P[family].format(a=first + 1, b=second + 1)
+        answer = _T["yes"] if alike else _T["no"]
     else:
         looks = [kinds[int(rng.integers(len(kinds)))] if rng.random() < 0.6 else ""
                  for _ in range(n)]
@@ -649,4 +670,5 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
               "answer_type": "open",
               "meta": json.dumps({"family": family, "picture": k,
                                   "scenes": [s.summary() for s in scenes]})}
-    return sample, [k * PICTURE_TOKENS + c for c in range(PICTURE_TOKENS)]
+    asked = sorted((k, b)) if family in COMPARE_FAMILIES else [k]
+    return sample, [i * PICTURE_TOKENS + c for i in asked for c in range(PICTURE_TOKENS)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -25,6 +26,9 @@ def test_picture_questions_are_the_public_ones_seeded(bench) -> None:
         assert sample["prompt"] == want["prompt"] and sample["meta"] == want["meta"]
         assert sample["id"] == want["id"] and tokens == want_tokens
     assert bench.FAMILIES and bench.PER_PICTURE == 9
+    compared = bench.PictureQuestions(3, compare=True)
+    families = {json.loads(compared.next()[0]["meta"])["family"] for _ in range(60)}
+    assert families == {*bench.FAMILIES, "same_background", "same_look"}
 
 
 def _digest(bundle) -> str:

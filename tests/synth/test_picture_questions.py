@@ -8,6 +8,7 @@ import numpy as np
 
 from drake.synth.public import (
     _P,
+    COMPARE_FAMILIES,
     PICTURE_FAMILIES,
     PICTURE_TOKENS,
     QUALITY_WORDS,
@@ -76,7 +77,30 @@ def test_picture_questions_use_known_words_only() -> None:
     tokenizer = load_model("tiny-llava-qwen").tokenizer
     rng = np.random.default_rng(0)
     for i in range(60):
-        sample, _ = picture_question(rng, f"p-{i}")
+        sample, _ = picture_question(rng, f"p-{i}",
+                                     families=PICTURE_FAMILIES + COMPARE_FAMILIES)
         text = sample["prompt"].replace("<image>", "") + " " + sample["answer"]
         ids = tokenizer(text)["input_ids"]
         assert tokenizer.unk_token_id not in ids, (text, tokenizer.convert_ids_to_tokens(ids))
+
+
+def test_compare_questions_answer_from_both_pictures() -> None:
+    import re
+
+    rng = np.random.default_rng(5)
+    seen = set()
+    for i in range(200):
+        sample, tokens = picture_question(rng, f"c-{i}", families=COMPARE_FAMILIES)
+        meta = json.loads(sample["meta"])
+        scenes = _scenes(sample)
+        a, b = (int(x) - 1 for x in re.findall(r"picture (\d)", sample["prompt"]))
+        assert a < b < len(scenes) and meta["picture"] in (a, b)
+        assert tokens == [*range(9 * a, 9 * a + 9), *range(9 * b, 9 * b + 9)]
+        if meta["family"] == "same_background":
+            alike = scenes[a].domain == scenes[b].domain
+        else:
+            kinds = [s.effects[0][0] if s.effects else "" for s in scenes]
+            alike = kinds[a] == kinds[b]
+        assert sample["answer"] == ("yes" if alike else "no")
+        seen.add((meta["family"], sample["answer"]))
+    assert seen == {(f, y) for f in COMPARE_FAMILIES for y in ("yes", "no")}
