@@ -82,9 +82,12 @@ PICTURE_WARM = 50
 PICTURE_TASK = "picture-question"
 #: A planned own question's pseudo-task.
 _PICTURE_PLAN = "picture-stage-question"
-#: This stage's relation questions are stage 5's from this index on (stage 5 reads from 0).
+#: This stage's relation questions are stage 5's from this index on (stage 5 reads from 0):
+#: public indices from 1.296e9 (``synth-public-multi``) and 1.424e9 (``synth-public-formats``),
+#: beyond the 8e5 that 24,000 of stage 5's questions span from 1.2e9.
 _RELATION_OFFSET = 10**7
-#: This stage's other draws start beyond stage 5's (from 1e9) and its relation questions'.
+#: This stage's other draws: a fresh stream from 1.4e9, beyond stage 5's (from 1e9); a run
+#: draws a few tens of thousands, far below its relation questions' 1.424e9.
 _REGULAR_START = _STREAM_START + 7 * 10**8
 #: Mixed into each picture question's seed, apart from every other stream.
 _PICTURE_STREAM = 0x50494354
