@@ -86,8 +86,9 @@ _PICTURE_PLAN = "picture-stage-question"
 #: public indices from 1.296e9 (``synth-public-multi``) and 1.424e9 (``synth-public-formats``),
 #: beyond the 8e5 that 24,000 of stage 5's questions span from 1.2e9.
 _RELATION_OFFSET = 10**7
-#: This stage's other draws: a fresh stream from 1.4e9, beyond stage 5's (from 1e9); a run
-#: draws a few tens of thousands, far below its relation questions' 1.424e9.
+#: This stage's other draws: a fresh stream from 1.4e9, beyond stage 5's (from 1e9); a run's
+#: public-task draws read a few thousand indices from there, far below its relation questions'
+#: 1.424e9 (its look-up draws lie in :data:`~drake.models.pretrain.FOCUS`'s own range).
 _REGULAR_START = _STREAM_START + 7 * 10**8
 #: Mixed into each picture question's seed, apart from every other stream.
 _PICTURE_STREAM = 0x50494354
