@@ -29,43 +29,50 @@ import json
 import subprocess
 import sys
 
-CHILD = r"""
-import json, resource, sys
-import torch
-from baselines.fedmosaic import align_pair, block_map, inject_pqlora
-from drake.models import load_model
-from drake.synth.catalog import generate_sample
-count, b_features = int(sys.argv[1]), sys.argv[2]
-torch.manual_seed(0)
-pair = [load_model(n) for n in ("tiny-llava-llama", "tiny-llava-qwen")]
-nb = min(4, *(b.num_layers for b in pair))  # as FedMosaic.install: the shallowest model's
-for b in pair:
-    inject_pqlora(b.model, block_map(b.num_layers, nb), r=8)
-tasks = ("synth-public-open", "synth-public-multi")
-samples = [generate_sample(tasks[i % 2], "public", i, seed=0) for i in range(count)]
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-same = pair[0].tokenizer.get_vocab() == pair[1].tokenizer.get_vocab()  # as FedMosaic.setup
-report = align_pair(pair[0], pair[1], samples, b_features=b_features,
-                    pool="tokens" if same else "mean")
-print(json.dumps({"rss_before_mb": rss, "mse_before": report.mse_before,
-                  "mse_after": report.mse_after,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+MODELS = ("tiny-llava-llama", "tiny-llava-qwen")
+
+
+def pair_and_samples(count: int) -> tuple[list, list[dict]]:
+    """Both shipped tiny models with PQ-LoRA as FedMosaic puts it (r 8, N_B the shallowest
+    model's, at most 4) and ``count`` public samples (open and multi-picture, alternately)."""
+    from baselines.fedmosaic import block_map, inject_pqlora
+    from drake.models import load_model
+    from drake.synth.catalog import generate_sample
+
+    pair = [load_model(name) for name in MODELS]
+    nb = min(4, *(b.num_layers for b in pair))  # as FedMosaic.install
+    for bundle in pair:
+        inject_pqlora(bundle.model, block_map(bundle.num_layers, nb), r=8)
+    tasks = ("synth-public-open", "synth-public-multi")
+    return pair, [generate_sample(tasks[i % 2], "public", i, seed=0) for i in range(count)]
+
+
+def align_peak(count: int, b_features: str) -> dict[str, float]:
+    """In this process (a fresh one): load the pair, align it, and read the peak RSS."""
+    import resource
+
+    import torch
+
+    from baselines.fedmosaic import align_pair
+
+    torch.manual_seed(0)
+    pair, samples = pair_and_samples(count)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    same = pair[0].tokenizer.get_vocab() == pair[1].tokenizer.get_vocab()  # as FedMosaic.setup
+    report = align_pair(pair[0], pair[1], samples, b_features=b_features,
+                        pool="tokens" if same else "mean")
+    return {"rss_before_mb": rss, "mse_before": report.mse_before,
+            "mse_after": report.mse_after,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def feature_bytes(count: int) -> dict[str, dict[str, float]]:
     """Per model: MB of the features one layer at a time would keep, and MB kept now."""
-    from baselines.fedmosaic import block_map, collect_features, inject_pqlora
-    from drake.models import load_model
-    from drake.synth.catalog import generate_sample
+    from baselines.fedmosaic import collect_features
 
-    tasks = ("synth-public-open", "synth-public-multi")
-    samples = [generate_sample(tasks[i % 2], "public", i, seed=0) for i in range(count)]
+    pair, samples = pair_and_samples(count)
     out = {}
-    bundles = {name: load_model(name) for name in ("tiny-llava-llama", "tiny-llava-qwen")}
-    nb = min(4, *(b.num_layers for b in bundles.values()))  # as FedMosaic.install
-    for name, bundle in bundles.items():
-        inject_pqlora(bundle.model, block_map(bundle.num_layers, nb), r=8)
+    for name, bundle in zip(MODELS, pair):
         feats, tokens = collect_features(bundle, samples, outputs=True)
         separate = sum(f.inputs.nbytes + f.outputs.nbytes for f in feats.values())
         kept = {id(f.inputs): f.inputs.nbytes for f in feats.values()}
@@ -82,9 +89,15 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=256,
                         help="public samples (the runtime's align_samples)")
     parser.add_argument("--b-features", choices=("adapter", "layer"), default="adapter")
+    parser.add_argument("--align-only", action="store_true",
+                        help="(the child process) align and print the peak as JSON")
     args = parser.parse_args()
+    if args.align_only:
+        print(json.dumps(align_peak(args.samples, args.b_features)))
+        return
     # the child first: on Linux a child's ru_maxrss starts at its parent's RSS at fork time
-    child = subprocess.run([sys.executable, "-c", CHILD, str(args.samples), args.b_features],
+    child = subprocess.run([sys.executable, __file__, "--align-only", "--samples",
+                            str(args.samples), "--b-features", args.b_features],
                            capture_output=True, text=True)
     if child.returncode:
         raise SystemExit(f"the alignment process failed:\n{child.stderr}")

@@ -60,6 +60,7 @@ import numpy as np
 import torch
 from public_formats import load_tiny, model_arguments, save_model_cache
 
+from drake.models.relation_pretrain import RELATION_FAMILIES
 from drake.synth.public import (
     COMPARE_FAMILIES,
     PICTURE_FAMILIES,
@@ -75,9 +76,9 @@ PER_PICTURE = PICTURE_TOKENS
 STREAM_START = 9 * 10**8
 BATCH = 32
 WARM = 50
-#: The public families that compare or relate pictures and objects (``--comparisons``).
-COMPARISON_FAMILIES = frozenset(
-    {"multi_which", "multi_count", "multi_attr", "multi_more", "multi_same", "relation", "where"})
+#: The public families that compare or relate pictures and objects (``--comparisons``): stage
+#: 5's.
+COMPARISON_FAMILIES = frozenset(RELATION_FAMILIES)
 #: ``--comparisons`` draws from the public split from this index on, beyond every stage's pool.
 COMPARISON_START = 12 * 10**8
 
