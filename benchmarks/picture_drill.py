@@ -181,10 +181,11 @@ def drill(bundle: Any, *, steps: int, pictures: int, lr: float, seed: int,
     return losses
 
 
-def exact_match(bundle: Any, count: int, seed: int) -> dict[str, float]:
+def exact_match(bundle: Any, count: int, seed: int, compare: bool = False) -> dict[str, float]:
     """Greedy exact match on ``count`` fresh picture questions (their own stream, seeded apart
-    from training's), per family and overall."""
-    questions = PictureQuestions(10**6 + seed, prefix="picture-test")
+    from training's) of the families the drill trains (``compare``: also
+    :data:`COMPARE_FAMILIES`), per family and overall."""
+    questions = PictureQuestions(10**6 + seed, prefix="picture-test", compare=compare)
     samples = [questions.next()[0] for _ in range(count)]
     outputs = bundle.generate(samples, max_new_tokens=3, batch_size=32)
     right: dict[str, list[bool]] = {}
@@ -215,11 +216,12 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     bundle = load_tiny(args)
-    print(f"before: picture questions {exact_match(bundle, args.test, args.seed)}", flush=True)
+    scored = {"count": args.test, "seed": args.seed, "compare": args.compare}
+    print(f"before: picture questions {exact_match(bundle, **scored)}", flush=True)
     drill(bundle, steps=args.steps, pictures=args.pictures, lr=args.lr, seed=args.seed,
           pointer=not args.no_pointer, comparisons=args.comparisons, compare=args.compare,
           say=lambda line: print(line, flush=True))
-    print(f"after: picture questions {exact_match(bundle, args.test, args.seed)}")
+    print(f"after: picture questions {exact_match(bundle, **scored)}")
     folder = save_model_cache(bundle, Path(args.save), args.model, "drill.json", vars(args))
     print(f"saved to {folder} (read it with --model-cache {args.save})")
 

@@ -63,6 +63,8 @@ def test_drill_is_seeded_trains_with_the_pointer_and_saves_a_cache(bench, tmp_pa
     scores = bench.exact_match(first, 6, 0)
     assert set(scores) <= {*bench.FAMILIES, "all"} and "all" in scores
     assert all(0.0 <= v <= 1.0 for v in scores.values())
+    compared = bench.exact_match(first, 12, 0, compare=True)  # scores what --compare trains
+    assert set(compared) & set(bench.COMPARE_FAMILIES) and "all" in compared
     with pytest.raises(SystemExit, match="--pictures 5: give 1 to 4"):
         bench.drill(first, steps=1, pictures=5, batch=4, lr=1e-3, seed=0)
     with pytest.raises(SystemExit, match="--comparisons 3: give 0 to 2"):
