@@ -40,7 +40,7 @@ finds the gold option.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -200,9 +200,11 @@ def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
     return sum(torch.stack(terms).mean() for terms in (pointer, readout, binding, bound))
 
 
-def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> torch.Tensor:
+def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]],
+               losses: Callable[..., torch.Tensor | None] = label_losses) -> torch.Tensor:
     """Stage 2's losses, stage 3's pointer loss (label questions included) and the label
-    losses, on ``samples``."""
+    losses, on ``samples``. ``losses`` takes :func:`label_losses`' arguments (another
+    function can read the label heads instead: ``benchmarks/label_gap.py``)."""
     items, inputs = _prepare(bundle, samples)
     feats, words = _Features(bundle, inputs).rows(range(len(samples)))
     cells = [named_cells(s, formats=True) for s in samples]
@@ -217,7 +219,7 @@ def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]]) -> torch.
         look = pointer_loss(attentions, items, cells, bundle.image_token_id,
                             POINTER_HEADS[bundle.name])
         kept = [t for t in (None if look is None else POINTER_WEIGHT * look,
-                            label_losses(bundle, items, attentions, head_inputs, heads))
+                            losses(bundle, items, attentions, head_inputs, heads))
                 if t is not None]
         return sum(kept) if kept else None
 

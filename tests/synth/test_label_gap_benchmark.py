@@ -1,0 +1,58 @@
+"""benchmarks/label_gap.py: the label chain's links, read in stage 4's forward pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def bench(benchmark_module):
+    return benchmark_module("label_gap")
+
+
+def test_chain_hand_computed(bench) -> None:
+    # the head attends most to option 1 (the gold) but its output names option 0's label
+    assert bench.chain([0.1, 0.6, 0.3], [2.0, 1.0, 0.5], 1) == {
+        "mass": 0.6, "pointer": 1.0, "readout": 0.0}
+    assert bench.chain([0.5, 0.2], [0.0, 3.0], 1) == {"mass": 0.2, "pointer": 0.0, "readout": 1.0}
+
+
+def test_questions_are_held_out_lettered_lookups(bench) -> None:
+    from drake.models.label_pretrain import named_cells
+    from drake.models.pretrain import LOOKUP_FAMILIES, public_samples
+
+    questions = bench.label_questions(200, 0)
+    assert questions and questions == bench.label_questions(200, 0)
+    drawn = public_samples("synth-public-formats", "test", 200, 0)
+    ids = [s["id"] for s in drawn]
+    assert [s["id"] for s in questions] == [i for i in ids if i in {q["id"] for q in questions}]
+    for sample in questions:
+        meta = json.loads(sample["meta"])
+        assert meta["format"] in ("letter", "id") and meta["family"] in LOOKUP_FAMILIES
+        assert named_cells(sample, formats=True)
+
+
+def test_measure_reconciles_with_greedy_answers(bench) -> None:
+    from drake.models import load_model
+
+    bundle = load_model("tiny-llava-qwen")
+    attention = bundle.model.config._attn_implementation
+    samples = bench.label_questions(200, 0)[:10]
+    links = bench.read_heads(bundle, samples)
+    assert len(links) == len(samples)
+    for link in links:
+        assert link is not None and 0.0 <= link["mass"] <= 1.0 and link["options"] >= 2
+    result = bench.measure(bundle, samples)
+    families = result["families"]
+    assert result["unlabelled"] == 0
+    assert sum(r["questions"] for f, r in families.items() if f != "all") == len(samples)
+    answers = bundle.generate(samples, max_new_tokens=3, batch_size=32)
+    right = sum(a.strip() == s["answer"] for a, s in zip(answers, samples))
+    assert families["all"]["answer"] == pytest.approx(right / len(samples))
+    assert families["all"]["pointer"] == pytest.approx(
+        sum(link["pointer"] for link in links) / len(links))
+    assert bundle.model.config._attn_implementation == attention  # restored after reading
+    assert not any(p.requires_grad for p in bundle.model.parameters())
+    assert "| all | 10 |" in bench.table(result)
