@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from public_formats import load_tiny, model_arguments
+from public_formats import load_tiny, model_arguments, write_json
 
 from drake.models.bundle import IGNORE_INDEX
 
@@ -152,10 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.model}: label head {tuple(heads[0])}, {len(samples)} held-out lettered or "
           "numbered look-ups (%)")
     print(table(result))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(result, handle, indent=2, sort_keys=True)
-            handle.write("\n")
+    write_json(args.json, result)
     return 0
 
 

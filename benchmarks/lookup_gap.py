@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from public_formats import load_tiny, model_arguments
+from public_formats import load_tiny, model_arguments, write_json
 
 pretrain = importlib.import_module("drake.models.pretrain")
 
@@ -226,10 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = {"model": args.model, "model_cache": args.model_cache, "seed": args.seed,
               **measure(bundle, args.questions, args.seed, args.attention)}
     print(table(result))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(result, handle, indent=2, sort_keys=True)
-            handle.write("\n")
+    write_json(args.json, result)
     return 0
 
 

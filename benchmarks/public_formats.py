@@ -71,6 +71,13 @@ def save_model_cache(bundle: Any, root: Path, model: str, record: str,
     return folder
 
 
+def write_json(path: str | None, result: dict[str, Any]) -> None:
+    """Write a benchmark's ``result`` to ``path`` (its ``--json``), sorted and indented; nothing
+    when ``path`` is None."""
+    if path:
+        Path(path).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+
+
 def options(sample: dict[str, Any]) -> list[str] | None:
     """The answers a formats question offers (labels for ``letter``/``id``), None for ``open``.
 

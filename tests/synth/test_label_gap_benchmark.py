@@ -56,3 +56,15 @@ def test_measure_reconciles_with_greedy_answers(bench) -> None:
     assert bundle.model.config._attn_implementation == attention  # restored after reading
     assert not any(p.requires_grad for p in bundle.model.parameters())
     assert "| all | 10 |" in bench.table(result)
+
+
+def test_main_writes_the_table_and_json(bench, tmp_path, capsys) -> None:
+    out = tmp_path / "gap.json"
+    assert bench.main(["--samples", "120", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["label_head"] == [2, 0] and result["model"] == "tiny-llava-qwen"
+    questions = len(bench.label_questions(120, 0))
+    assert result["families"]["all"]["questions"] + result["unlabelled"] == questions
+    assert f"{questions} held-out lettered or numbered" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--samples", "0"])
