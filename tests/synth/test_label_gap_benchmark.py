@@ -44,6 +44,13 @@ def test_measure_reconciles_with_greedy_answers(bench) -> None:
     assert len(links) == len(samples)
     for link in links:
         assert link is not None and 0.0 <= link["mass"] <= 1.0 and link["options"] >= 2
+    held = bench.read_heads(bundle, samples[:3], states=True)
+    for link, sample, plain in zip(held, samples, links):
+        assert {k: link[k] for k in plain} == plain  # the states change nothing else
+        assert link["answer_state"].shape == (160,)  # tiny-llava-qwen's width
+        assert len(link["option_states"]) == len(link["option_texts"]) == link["options"]
+        gold_line = f"\n{sample['answer']}. {link['option_texts'][link['gold']]}\n"
+        assert gold_line in sample["prompt"] + "\n", (gold_line, sample["prompt"])
     result = bench.measure(bundle, samples)
     families = result["families"]
     assert result["unlabelled"] == 0
@@ -68,3 +75,30 @@ def test_main_writes_the_table_and_json(bench, tmp_path, capsys) -> None:
     assert f"{questions} held-out lettered or numbered" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench.main(["--samples", "0"])
+
+
+def test_value_probes_read_separable_values(bench) -> None:
+    import torch
+
+    texts = ["red", "blue", "green", "pink"]
+    rng = torch.Generator().manual_seed(0)
+    samples, links = [], []
+    for i in range(60):  # one family with the values written plainly in the states
+        options = [texts[(i + k) % 4] for k in range(3)]
+        gold = i % 3
+        state = {t: torch.nn.functional.one_hot(torch.tensor(j), 4).float() * 5 for j, t in
+                 enumerate(texts)}
+        samples.append({"meta": json.dumps({"family": "colour"})})
+        links.append({"answer_state": state[options[gold]] + 0.1 * torch.randn(4, generator=rng),
+                      "gold": gold, "option_texts": options,
+                      "option_states": [state[t] for t in options]})
+    samples += [{"meta": json.dumps({"family": "shape"})}] * 10  # under min_questions: skipped
+    links += [links[0]] * 10
+    samples.append({"meta": json.dumps({"family": "colour"})})
+    links.append(None)  # no gold line: left out
+    probes = bench.value_probes(samples, links)
+    assert set(probes) == {"colour"}
+    assert probes["colour"]["questions"] == 60 and probes["colour"]["values"] == 4
+    assert probes["colour"]["answer"] == 1.0 and probes["colour"]["options"] == 1.0
+    noise = [dict(link, answer_state=torch.randn(4, generator=rng)) for link in links[:60]]
+    assert bench.value_probes(samples[:60], noise)["colour"]["answer"] < 0.6
