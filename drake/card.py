@@ -486,15 +486,22 @@ over all, 62.7 / 61.2 / 56.8% (36.9). The shipped weights, never trained on it, 
 37.3 / 36.1% over all. The three links rise and fall together: where the head finds the gold
 option, its output names the label and the answer follows; it finds it for the attributes with
 two or three values and not for colour and shape, though the model names those in the open
-form 92% and 90% of the time (`public_formats.py`, 26 and 19 questions). So the look-up is there and the labels are
-bound; what the step lacks is matching the looked-up colour or shape to the option line that
-spells it. A deeper model helps this match only a little: in a trial outside the package
-(`tiny-llava-qwen` grown to five layers by appending two copies of its last layer whose output
-projections start at zero, so that the model's outputs do not change, then the same stage 4 with
-the label head in the fourth layer), the pointer reaches 59.3% on colour and 55.1% on shape, the
-answers 39.6% and 42.5%, and 60.3% over all; `public_formats.py` gives 49.8% lettered and 47.4%
-numbered (stage 4 at three layers: 48.6 and 44.6). Six layers, the label head in the fifth, did
-worse (42.8 and 40.4).
+form 92% and 90% of the time (`public_formats.py`, 26 and 19 questions). In the lettered form
+the looked-up value reaches the label head only in part: `--probe` fits linear probes on the
+label layer's input (fitted on 70% of each family's questions, scored on the rest), and there
+the answer position gives the gold option's colour 70.9% and shape 64.6% of the time (eight
+values each; size 96.8%, fill 88.2%), while each option's last word gives its own colour 85.9%
+and shape 93.3%. On the shipped weights, before stage 4, the answer position gives 18.2% and
+32.3%. So stage 4 brings the looked-up colour or shape to its label head in about two questions
+of three, and the head finds the option that spells it in fewer still; the look-up under the
+option lines is the link to strengthen first. A deeper model helps only a little: in a trial
+outside the package (`tiny-llava-qwen` grown to five layers by appending two copies of its last
+layer whose output projections start at zero, so that the model's outputs do not change, then
+the same stage 4 with the label head in the fourth layer), the pointer reaches 59.3% on colour
+and 55.1% on shape, the answers 39.6% and 42.5%, and 60.3% over all, with the answer position
+giving colour 56.4% and shape 66.2% at the label layer's input; `public_formats.py` gives 49.8%
+lettered and 47.4% numbered (stage 4 at three layers: 48.6 and 44.6). Six layers, the label head
+in the fifth, did worse (42.8 and 40.4).
 
 **More relation questions (measured; not in the shipped weights).** Stage 5 of `drake models
 pretrain` (`--relation-steps N`, `--relation-only` on stage-3 weights) goes on from stage 3
