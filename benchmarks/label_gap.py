@@ -88,7 +88,8 @@ def read_heads(bundle: Any, samples: Sequence[dict[str, Any]], states: bool = Fa
                heads: tuple[tuple[int, int], tuple[int, int]]) -> None:
         (layer, head), _ = heads
         for row, item in enumerate(items):
-            lines = label.option_lines(bundle.tokenizer.convert_ids_to_tokens(list(item.ids)))
+            tokens = bundle.tokenizer.convert_ids_to_tokens(list(item.ids))
+            lines = label.option_lines(tokens)
             answer = next(i for i, t in enumerate(item.labels) if t != IGNORE_INDEX)
             spelt = [label._answer_token(bundle, name) for name, _, _ in lines]
             gold = [k for k, token in enumerate(spelt) if token == item.labels[answer]]
@@ -103,7 +104,6 @@ def read_heads(bundle: Any, samples: Sequence[dict[str, Any]], states: bool = Fa
                     "options": len(lines)}
             if states:
                 hidden = entering["hidden"][row]
-                tokens = bundle.tokenizer.convert_ids_to_tokens(list(item.ids))
                 link.update(answer_state=hidden[query].clone(), gold=gold[0],
                             option_states=[hidden[words[-1]].clone() for _, _, words in lines],
                             option_texts=[bundle.tokenizer.convert_tokens_to_string(
@@ -210,11 +210,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.samples < 1:
         parser.error(f"--samples must be >= 1, got {args.samples}")
-    bundle = load_tiny(args)
     heads = label.LABEL_HEADS.get(args.model)
     if heads is None:
         parser.error(f"--model {args.model} has no label head; choose one of "
                      f"{sorted(label.LABEL_HEADS)}")
+    bundle = load_tiny(args)
     samples = label_questions(args.samples, args.seed)
     result = {"model": args.model, "model_cache": args.model_cache, "seed": args.seed,
               "label_head": list(heads[0]), **measure(bundle, samples, args.probe)}

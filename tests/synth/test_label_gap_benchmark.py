@@ -75,6 +75,9 @@ def test_main_writes_the_table_and_json(bench, tmp_path, capsys) -> None:
     assert f"{questions} held-out lettered or numbered" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench.main(["--samples", "0"])
+    with pytest.raises(SystemExit):
+        bench.main(["--model", "tiny-clip"])
+    assert "has no label head" in capsys.readouterr().err
 
 
 def test_value_probes_read_separable_values(bench) -> None:
