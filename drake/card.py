@@ -640,8 +640,18 @@ predict the next run's: a second run of the stage on qwen (seed 1; 6 tasks) reac
 79.5 on `synth-count-easy`, and `synth-answerable` 85.0. Picture questions that compare two
 numbered pictures ("Tell me if picture 1 and picture 3 look alike.", yes or no, the pointer on
 both; `picture_drill.py --compare`, seed 0, 6 tasks) give 82.5, 44.0, 59.5 and 84.0 on the
-same four, and 94.0 on `synth-answerable`. The stage is not in the shipped weights: one seed's
-full calibration does not beat them, and the seeds disagree by more than the gains.
+same four, and 94.0 on `synth-answerable`. Both together (`--pictures 11 --comparisons 10
+--compare`, seeds 0 and 1, the 18 tasks): `synth-triple-style` 59.5 and 68.0,
+`synth-quality-triple` 51.5 and 52.0, `synth-quality-pair` 51.5 and 54.0,
+`synth-pair-statement` 48.0 and 64.0, `synth-count-easy` 71.5 and 69.5, and `synth-state`
+97.5 and 98.0, past the headroom; 6 and 8 of the 18 gain 15 points or more (mean gain +13.9
+and +17.1), against 7 and 7 without `--compare` and 5 (+13.4) on the shipped weights. The
+drill's own comparison questions stay at chance after it: "same background" 52.5 and 46.7%,
+"same look" 41.5 and 50.0% (yes or no; `picture_drill.py` now scores them). Of everything
+tried on the multi-picture twins, only `synth-quality-triple` at +15 or more holds on every
+drill run with relation questions (four of four; stage 6's two runs, 44.0 and 44.5, do not
+reach it). The stage is not in the shipped weights: one
+seed's full calibration does not beat them, and the seeds disagree by more than the gains.
 """
 
 
