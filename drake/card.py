@@ -512,8 +512,8 @@ lettered, 51.6% numbered and 59.2% verdicts (stage 4: 48.6, 44.6 and 55.8), open
 The calibration's settings on its weights (`learnability.py --model-cache DIR --test 200
 --tasks ...`, 12 tasks): the look-up probe reaches 96.0% (issue #13's bar: 90; shipped 82.5)
 and `synth-instance-attr` 60.5% (shipped 28.5, stage 4 41.0, chance 25); the other lettered and
-numbered tasks stay within 6 points of chance (`synth-shape-facts` 30.5, the dish names,
-`synth-diagram`, `synth-motion`, `synth-story-next`); `synth-count-easy` falls to 52.0% (78.0)
+numbered tasks stay within 6 points of chance (`synth-shape-facts` 30.5, `synth-dish-name`,
+`synth-dish-region`, `synth-diagram`, `synth-motion`, `synth-story-next`); `synth-count-easy` falls to 52.0% (78.0)
 and `synth-common-concept` to 37.5% (47.0); `synth-state` (100.0) and `synth-answerable`
 (96.0) pass the headroom. That loss is the next step for stage 4.
 
