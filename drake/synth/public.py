@@ -621,6 +621,7 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
 
     n = int(rng.integers(2, 5))
     k = int(rng.integers(n))
+    asked = [k]  # the pictures the question is about
     family = families[int(rng.integers(len(families)))]
     backgrounds = [DOMAINS[int(rng.integers(len(DOMAINS)))] for _ in range(n)]
     looks = [""] * n
@@ -651,8 +652,8 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
             looks = [options[int(rng.integers(len(options)))] for _ in range(n)]
             others = [x for x in options if x != looks[k]]
             looks[b] = looks[k] if alike else others[int(rng.integers(len(others)))]
-        first, second = sorted((k, b))
-        question = _P[family].format(a=first + 1, b=second + 1)
+        asked = sorted((k, b))
+        question = _P[family].format(a=asked[0] + 1, b=asked[1] + 1)
         answer = _T["yes"] if alike else _T["no"]
     else:
         looks = [kinds[int(rng.integers(len(kinds)))] if rng.random() < 0.6 else ""
@@ -670,5 +671,4 @@ def picture_question(rng: np.random.Generator, sample_id: str, task: str = "pict
               "answer_type": "open",
               "meta": json.dumps({"family": family, "picture": k,
                                   "scenes": [s.summary() for s in scenes]})}
-    asked = sorted((k, b)) if family in COMPARE_FAMILIES else [k]
     return sample, [i * PICTURE_TOKENS + c for i in asked for c in range(PICTURE_TOKENS)]
