@@ -162,7 +162,9 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                 vision=not (args.reuse_vision or only), language=not only,
                                 lookup_steps=lookup_steps, lookup_share=args.lookup_share,
                                 label_steps=label_steps, label_share=args.label_share,
-                                label_lr=args.label_lr, relation_steps=relation_steps,
+                                label_lr=args.label_lr,
+                                label_value_weight=args.label_value_weight,
+                                relation_steps=relation_steps,
                                 relation_share=args.relation_share,
                                 picture_steps=picture_steps, picture_share=args.picture_share,
                                 steps=args.steps, seed=args.seed,
@@ -295,7 +297,11 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_CLIP_STEPS,
         DEFAULT_CLIP_TOWER_STEPS,
     )
-    from drake.models.label_pretrain import DEFAULT_LABEL_LR, DEFAULT_LABEL_SHARE
+    from drake.models.label_pretrain import (
+        DEFAULT_LABEL_LR,
+        DEFAULT_LABEL_SHARE,
+        DEFAULT_VALUE_WEIGHT,
+    )
     from drake.models.lookup_pretrain import DEFAULT_LOOKUP_SHARE, DEFAULT_LOOKUP_STEPS
     from drake.models.picture_pretrain import DEFAULT_PICTURE_SHARE, DEFAULT_PICTURE_STEPS
     from drake.models.pretrain import (
@@ -400,6 +406,11 @@ def add_cli(subparsers: Any) -> None:
                    help="stage 4: its learning rate (default "
                    f"{DEFAULT_LABEL_LR}; higher than stage 2's, whose rate left the label "
                    "pointer on its plateau)")
+    p.add_argument("--label-value-weight", type=float, default=DEFAULT_VALUE_WEIGHT,
+                   help="stage 4: weight of the value read-out, the first look-up head naming "
+                   "the gold option's first word at the answer position (default "
+                   f"{DEFAULT_VALUE_WEIGHT}: left out; 1 lifted the colour and shape label "
+                   "answers in a measured trial, the dataset card)")
     p.add_argument("--label-only", action="store_true",
                    help="run stage 4 alone, on the stage-3 weights in the cache (or the shipped "
                    "ones when no --cache-dir is named and the cache has none)")

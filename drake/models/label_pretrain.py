@@ -36,10 +36,20 @@ calibration's settings the client tasks gain +9.8 points over chance on average 
 with 8 of 38 at 15 points or more on both, so the stage is not part of the shipped weights.
 The label pointer sits near one over the option count for some hundreds of steps before it
 finds the gold option.
+
+``value_weight`` > 0 adds a fifth loss, the *value read-out* (:func:`value_loss`): at the
+answer position, the first look-up head's own output names the first word of the gold
+option's text, the value the look-up should bring under the option lines. On the stage-4
+qwen the answer position carried the gold colour in 71% of lettered questions and the label
+head found its option in 47% (``benchmarks/label_gap.py``); with weight 1 (the card,
+*Where the label step breaks*) the colour and shape label answers rose from 35 and 27% to 71
+and 66%. It is off by default, so that the measured stage-4 bytes stay reproducible.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -76,6 +86,7 @@ from drake.models.pretrain import (
 __all__ = [
     "DEFAULT_LABEL_LR",
     "DEFAULT_LABEL_SHARE",
+    "DEFAULT_VALUE_WEIGHT",
     "LABEL_FORMATS",
     "LABEL_HEADS",
     "LABEL_STAGE",
@@ -83,6 +94,7 @@ __all__ = [
     "label_sample",
     "option_lines",
     "pretrain_label",
+    "value_loss",
 ]
 
 #: The report key this stage adds.
@@ -90,6 +102,8 @@ LABEL_STAGE = "label_stage"
 #: Formats of the label questions: the two the step serves and the verdict, kept in training.
 LABEL_FORMATS = ("letter", "id", "verdict")
 DEFAULT_LABEL_SHARE = 0.5
+#: Weight of :func:`value_loss`; 0 leaves it out (the measured stage-4 runs had none).
+DEFAULT_VALUE_WEIGHT = 0.0
 #: Twice stage 3's: at 1e-3 the label pointer had not left its plateau after 850 steps.
 DEFAULT_LABEL_LR = 2e-3
 #: Per family: (the label head, the binding head) as (layer, head). The label head sits in
@@ -162,6 +176,18 @@ def head_logits(bundle: ModelBundle, head_inputs: torch.Tensor, layer: int, head
     return bundle.model.get_output_embeddings()(lm.norm(part))
 
 
+def _gold_lines(bundle: ModelBundle, item: _Encoded
+                ) -> tuple[list[tuple[str, int, list[int]]], list[int], int, list[list[int]]]:
+    """An item's option lines (:func:`option_lines`), each line's label as the answer spells
+    it, the answer's first position, and the text positions of the lines whose label is the
+    gold answer (empty when the gold answer is no line's label)."""
+    lines = option_lines(bundle.tokenizer.convert_ids_to_tokens(list(item.ids)))
+    answer = next(i for i, label in enumerate(item.labels) if label != IGNORE_INDEX)
+    spelt = [_answer_token(bundle, label) for label, _, _ in lines]  # once per line
+    gold = [ws for (_, _, ws), token in zip(lines, spelt) if token == item.labels[answer]]
+    return lines, spelt, answer, gold
+
+
 def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
                  attentions: Sequence[torch.Tensor], head_inputs: dict[int, torch.Tensor],
                  heads: tuple[tuple[int, int], tuple[int, int]]) -> torch.Tensor | None:
@@ -175,13 +201,10 @@ def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
     (label_layer, label_head), (bind_layer, bind_head) = heads
     pointer, readout, binding, bound = [], [], [], []
     for row, item in enumerate(items):
-        lines = option_lines(bundle.tokenizer.convert_ids_to_tokens(list(item.ids)))
-        answer = next(i for i, label in enumerate(item.labels) if label != IGNORE_INDEX)
-        gold_token = item.labels[answer]
-        spelt = [_answer_token(bundle, label) for label, _, _ in lines]  # once per line
-        gold = [ws for (_, _, ws), token in zip(lines, spelt) if token == gold_token]
+        lines, spelt, answer, gold = _gold_lines(bundle, item)
         if not gold:
             continue
+        gold_token = item.labels[answer]
         query = answer - 1
         pointer.append(-torch.log(attentions[label_layer][row, label_head, query, gold[0]].sum()
                                   + 1e-6))
@@ -200,26 +223,54 @@ def label_losses(bundle: ModelBundle, items: Sequence[_Encoded],
     return sum(torch.stack(terms).mean() for terms in (pointer, readout, binding, bound))
 
 
+def value_loss(bundle: ModelBundle, items: Sequence[_Encoded],
+               head_inputs: dict[int, torch.Tensor], head: tuple[int, int]
+               ) -> torch.Tensor | None:
+    """The value read-out: at the answer position, look-up head ``head``'s own output, read
+    through the final norm and the tied head (:func:`head_logits`), names the first word of
+    the gold option's text, the value the look-up should bring (cross-entropy); the mean over
+    the items whose gold answer is one of their option labels, None when none is.
+
+    ``head_inputs`` holds the inputs of ``head``'s layer's output projection (batch,
+    positions, heads x head size)."""
+    layer, index = head
+    terms = []
+    for row, item in enumerate(items):
+        _, _, answer, gold = _gold_lines(bundle, item)
+        if not gold:
+            continue
+        logits = head_logits(bundle, head_inputs[layer][row, answer - 1], layer, index)
+        terms.append(F.cross_entropy(logits[None], torch.tensor([int(item.ids[gold[0][0]])])))
+    return torch.stack(terms).mean() if terms else None
+
+
 def _step_loss(bundle: ModelBundle, samples: Sequence[dict[str, Any]],
-               losses: Callable[..., torch.Tensor | None] = label_losses) -> torch.Tensor:
-    """Stage 2's losses, stage 3's pointer loss (label questions included) and the label
-    losses, on ``samples``. ``losses`` takes :func:`label_losses`' arguments (another
-    function can read the label heads instead: ``benchmarks/label_gap.py``)."""
+               losses: Callable[..., torch.Tensor | None] = label_losses,
+               value_weight: float = 0.0) -> torch.Tensor:
+    """Stage 2's losses, stage 3's pointer loss (label questions included), the label losses
+    and, when ``value_weight`` > 0, that weight times :func:`value_loss` on the first head of
+    :data:`~drake.models.lookup_pretrain.POINTER_HEADS`, on ``samples``. ``losses`` takes
+    :func:`label_losses`' arguments (another function can read the label heads instead:
+    ``benchmarks/label_gap.py``)."""
     items, inputs = _prepare(bundle, samples)
     feats, words = _Features(bundle, inputs).rows(range(len(samples)))
     cells = [named_cells(s, formats=True) for s in samples]
     heads = LABEL_HEADS[bundle.name]
+    value_head = POINTER_HEADS[bundle.name][0]
+    read = {layer for layer, _ in heads} | ({value_head[0]} if value_weight else set())
     layers = bundle.model.model.language_model.layers
     head_inputs: dict[int, torch.Tensor] = {}
     hooks = [layers[layer].self_attn.o_proj.register_forward_pre_hook(
         lambda _module, args, layer=layer: head_inputs.__setitem__(layer, args[0]))
-        for layer in {layer for layer, _ in heads}]
+        for layer in read]
 
     def extra(attentions: Sequence[torch.Tensor]) -> torch.Tensor | None:
         look = pointer_loss(attentions, items, cells, bundle.image_token_id,
                             POINTER_HEADS[bundle.name])
-        kept = [t for t in (None if look is None else POINTER_WEIGHT * look,
-                            losses(bundle, items, attentions, head_inputs, heads))
+        label = losses(bundle, items, attentions, head_inputs, heads)
+        value = value_loss(bundle, items, head_inputs, value_head) if value_weight else None
+        kept = [t for t in (None if look is None else POINTER_WEIGHT * look, label,
+                            None if value is None else value_weight * value)
                 if t is not None]
         return sum(kept) if kept else None
 
@@ -238,6 +289,7 @@ def pretrain_label(
     batch_size: int = DEFAULT_BATCH_SIZE,
     lr: float = DEFAULT_LABEL_LR,
     share: float = DEFAULT_LABEL_SHARE,
+    value_weight: float = DEFAULT_VALUE_WEIGHT,
     seed: int = 0,
     eval_size: int = DEFAULT_EVAL_SIZE,
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
@@ -249,23 +301,28 @@ def pretrain_label(
     or the shipped ones when no ``out_dir`` is named and the cache has none).
 
     Arguments as :func:`drake.models.lookup_pretrain.pretrain_lookup`'s; ``share`` is the
-    share of each step's samples that are label questions (:func:`label_sample`). Raises
+    share of each step's samples that are label questions (:func:`label_sample`);
+    ``value_weight`` weighs :func:`value_loss` (default 0: not computed). Raises
     :class:`~drake.models.errors.ModelNotPretrained` without weights to start from and
     ValueError for weights that have not been through stage 3 or have been through this one,
     a bad argument, or a checkpoint of a run with other arguments.
     """
     # a step's label questions first, then the draws of stage 3 (from _REGULAR_START)
+    if not (math.isfinite(value_weight) and value_weight >= 0):
+        raise ValueError(f"value_weight must be a finite number >= 0, got {value_weight}")
     plans = StagePlans(seed, share, _LABEL_PLAN, _REGULAR_START, label_sample)
     heads = LABEL_HEADS.get(name, ((0, 0), (0, 0)))  # an unknown name is refused by the runner
     spec = AttentionStage(
         key=LABEL_STAGE, title="label", config="label", suffix="label-resume",
         after=LOOKUP_STAGE, starts_from="stage-3", share_name="label_share",
-        plan=plans.plan, samples=plans.samples, loss=_step_loss,
-        drawn=plans.drawn,
+        plan=plans.plan, samples=plans.samples,
+        loss=functools.partial(_step_loss, value_weight=value_weight), drawn=plans.drawn,
         report={"label_formats": list(LABEL_FORMATS), "lookup_families": list(LOOKUP_FAMILIES),
                 "label_head": list(heads[0]), "binding_head": list(heads[1]),
                 "pointer_heads": [list(h) for h in POINTER_HEADS.get(name, ())],
-                "pointer_weight": POINTER_WEIGHT, "label_weights": 1.0})
+                "pointer_weight": POINTER_WEIGHT, "label_weights": 1.0,
+                "value_weight": value_weight},
+        settings={"value_weight": value_weight})
     return run_attention_stage(
         spec, name, out_dir=out_dir, steps=steps, batch_size=batch_size, lr=lr, share=share,
         seed=seed, eval_size=eval_size, checkpoint_every=checkpoint_every, progress=progress,

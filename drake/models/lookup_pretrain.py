@@ -44,7 +44,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -281,7 +281,8 @@ class AttentionStage:
     messages; ``share_name`` the report key of ``share``. ``plan(count)`` plans a step's
     samples, ``samples(plan)`` makes them, ``loss(bundle, samples)`` is the step's loss,
     ``drawn()`` counts the samples planned, and ``report`` adds the stage's own entries;
-    ``warm`` is the learning rate's warm-up in steps.
+    ``warm`` is the learning rate's warm-up in steps; ``settings`` are the stage's own
+    arguments a checkpoint must have been made with to be resumed.
     """
 
     key: str
@@ -297,6 +298,7 @@ class AttentionStage:
     drawn: Callable[[], int]
     report: dict[str, Any]
     warm: int = _WARM
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 class StagePlans:
@@ -377,7 +379,8 @@ def run_attention_stage(spec: AttentionStage, name: str, *, out_dir: Path | None
             "stage": spec.config, "model": name, "seed": seed, "steps": steps,
             "batch_size": batch_size, "lr": lr, "share": share, "eval_size": eval_size,
             "device": _device_name(device), "from_weights_sha256": report["weights_sha256"],
-            "torch_threads": torch.get_num_threads(), "versions": _versions()},
+            "torch_threads": torch.get_num_threads(), "versions": _versions(),
+            **spec.settings},
             suffix=spec.suffix)
         rng = np.random.default_rng(seed)  # nothing draws from it: the plans are made above
         resumed = checkpoint.load(model, optimizer, rng, device)

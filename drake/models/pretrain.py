@@ -1156,7 +1156,7 @@ _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "e
 #: :mod:`drake.models.picture_pretrain`); they share ``out_dir``, ``seed``, ``batch_size``,
 #: ``eval_size``, ``device`` and ``checkpoint_every`` (and all but stage 4 ``lr``).
 _LOOKUP_ARGS = {"lookup_steps", "lookup_share", "label_steps", "label_share", "label_lr",
-                "relation_steps", "relation_share", "picture_steps", "picture_share"}
+                "label_value_weight", "relation_steps", "relation_share", "picture_steps", "picture_share"}
 _LOOKUP_SHARED = ("out_dir", "seed", "batch_size", "lr", "eval_size", "device", "checkpoint_every")
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
@@ -1201,7 +1201,8 @@ def pretrain_many(
         ``lookup_steps`` (default :data:`DEFAULT_LOOKUP_STEPS`; 0: none), ``lookup_share``
         (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
         ``checkpoint_every``); ``label_steps`` (default 0: none), ``label_share``,
-        ``label_lr`` (stage 4, which takes the same but ``lr``); ``relation_steps`` (default 0:
+        ``label_lr``, ``label_value_weight`` (stage 4, which takes the same but ``lr``);
+        ``relation_steps`` (default 0:
         none), ``relation_share`` (stage 5, which takes what stage 3 takes); ``picture_steps``
         (default 0: none), ``picture_share`` (stage 6, likewise). A model's
         ``progress`` counts stage 2's steps, then the later stages' after them.
@@ -1263,13 +1264,15 @@ def pretrain_many(
 def train_family(name: str, *, progress: Progress | None = None, language: bool = True,
                  lookup_steps: int = DEFAULT_LOOKUP_STEPS, lookup_share: float | None = None,
                  label_steps: int = 0, label_share: float | None = None,
-                 label_lr: float | None = None, relation_steps: int = 0,
+                 label_lr: float | None = None, label_value_weight: float | None = None,
+                 relation_steps: int = 0,
                  relation_share: float | None = None, picture_steps: int = 0,
                  picture_share: float | None = None, **stage2: Any) -> Path:
     """One tiny family's stage 2 (:func:`pretrain`, unless ``language=False``), then its look-up
     stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`), its
     label stage when ``label_steps`` > 0 (:func:`drake.models.label_pretrain.pretrain_label`,
-    at its own learning rate unless ``label_lr``), its relation stage when ``relation_steps``
+    at its own learning rate unless ``label_lr``, with ``label_value_weight`` as its
+    ``value_weight``), its relation stage when ``relation_steps``
     > 0 (:func:`drake.models.relation_pretrain.pretrain_relation`) and its picture stage when
     ``picture_steps`` > 0 (:func:`drake.models.picture_pretrain.pretrain_picture`).
     ``progress`` counts each stage's steps after the ones before, out of all the stages'
@@ -1296,7 +1299,8 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
     if label_steps:
         from drake.models.label_pretrain import pretrain_label
 
-        extra = {k: v for k, v in (("share", label_share), ("lr", label_lr)) if v is not None}
+        extra = {k: v for k, v in (("share", label_share), ("lr", label_lr),
+                                   ("value_weight", label_value_weight)) if v is not None}
         own = {k: v for k, v in shared.items() if k != "lr"}  # the label stage has its own
         folder = pretrain_label(name, steps=label_steps, **own, **extra, progress=after(done))
         done += label_steps

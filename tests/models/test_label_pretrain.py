@@ -19,8 +19,9 @@ from drake.models.label_pretrain import (
     label_sample,
     option_lines,
     pretrain_label,
+    value_loss,
 )
-from drake.models.lookup_pretrain import LOOKUP_STAGE, named_cells
+from drake.models.lookup_pretrain import LOOKUP_STAGE, POINTER_HEADS, named_cells
 from drake.models.pretrain import (
     LOOKUP_FAMILIES,
     _meta,
@@ -85,6 +86,44 @@ def test_label_losses_by_hand(qwen):
     assert label_losses(qwen, [verdict], [a[1:] for a in attentions],
                         {k: v[1:] for k, v in inputs.items()},
                         LABEL_HEADS["tiny-llava-qwen"]) is None
+
+
+def test_value_loss_by_hand(qwen):
+    """The first look-up head's output at the answer position must name the gold option's
+    first word ("dark" of "dark blue", not the label "B"): a head input that puts all of the
+    read-out on that word's logit, by hand, against a uniform read-out."""
+    layer, head = POINTER_HEADS["tiny-llava-qwen"][0]
+    n = len(TOKENS)
+    verdict = _item(qwen, [":" if t == "." else t for t in TOKENS])
+    items = [_item(qwen), verdict]
+    inputs = {layer: torch.zeros(2, n, 160)}
+    vocab = qwen.model.get_output_embeddings().weight.shape[0]
+    assert float(value_loss(qwen, items, inputs, (layer, head))) == pytest.approx(
+        math.log(vocab), rel=1e-5)  # zero input: every logit is 0
+    assert value_loss(qwen, [verdict], {layer: inputs[layer][1:]}, (layer, head)) is None
+    # an input whose read-out is the logits 0 but `big` at "▁dark": the loss is
+    # log(vocab - 1 + e^big) - big
+    dark = qwen.tokenizer.convert_tokens_to_ids("▁dark")
+    with torch.no_grad():
+        logits = head_logits(qwen, torch.zeros(160), layer, head)
+        assert torch.count_nonzero(logits) == 0
+    calls = []
+
+    def fake(bundle, x, at_layer, at_head):  # the read-out, recorded and replaced
+        calls.append((tuple(x.shape), at_layer, at_head))
+        out = torch.zeros(vocab)
+        out[dark] = 4.0
+        return out
+
+    import drake.models.label_pretrain as stage
+
+    real, stage.head_logits = stage.head_logits, fake
+    try:
+        loss = value_loss(qwen, items, inputs, (layer, head))
+    finally:
+        stage.head_logits = real
+    assert calls == [((160,), layer, head)]  # one item with option lines, at one position
+    assert float(loss) == pytest.approx(math.log(vocab - 1 + math.exp(4.0)) - 4.0, rel=1e-5)
 
 
 def test_head_logits_read_one_head_through_the_output_projection(qwen):
@@ -156,6 +195,42 @@ def test_the_stage_is_seeded_reported_and_needs_stage_three(stage3_root, tmp_pat
         pretrain_label("tiny-llava-llama", out_dir=stage2, **LABEL)
     with pytest.raises(ValueError, match="share must be in"):
         pretrain_label("tiny-llava-llama", out_dir=stage3_root, **{**LABEL, "share": 1.5})
+    for bad in (-0.5, float("nan")):
+        with pytest.raises(ValueError, match="value_weight must be a finite number >= 0"):
+            pretrain_label("tiny-llava-llama", out_dir=stage3_root, value_weight=bad, **LABEL)
+    assert stage["value_weight"] == 0.0
+
+
+def test_the_value_read_out_changes_the_step_only_when_weighed(stage3_root, tmp_path):
+    """``value_weight`` > 0 adds the value read-out: other bytes, recorded in the report; the
+    step's loss is the unweighed one plus the weight times :func:`value_loss`."""
+    from drake.models.label_pretrain import _step_loss
+    from drake.models.loading import load_model
+
+    bundle = load_model("tiny-llava-llama", cache_dir=stage3_root)
+    bundle.model.set_attn_implementation("eager")
+    samples = [label_sample(1, k) for k in range(3)]
+    with torch.no_grad():
+        plain = float(_step_loss(bundle, samples))
+        weighed = float(_step_loss(bundle, samples, value_weight=0.5))
+        seen = {}
+
+        def record(bundle, items, attentions, head_inputs, heads):
+            seen["value"] = value_loss(bundle, items, head_inputs,
+                                       POINTER_HEADS["tiny-llava-llama"][0])
+            return label_losses(bundle, items, attentions, head_inputs, heads)
+
+        again = float(_step_loss(bundle, samples, losses=record, value_weight=0.5))
+    assert seen["value"] is not None and float(seen["value"]) > 0
+    assert weighed == pytest.approx(plain + 0.5 * float(seen["value"]), rel=1e-5)
+    assert again == pytest.approx(weighed, rel=1e-6)
+    a = pretrain_label("tiny-llava-llama", out_dir=shutil.copytree(stage3_root, tmp_path / "a"),
+                       value_weight=1.0, **LABEL)
+    b = pretrain_label("tiny-llava-llama", out_dir=shutil.copytree(stage3_root, tmp_path / "b"),
+                       **LABEL)
+    assert (a / "model.safetensors").read_bytes() != (b / "model.safetensors").read_bytes()
+    report = json.loads((a / "pretrain_report.json").read_text())[LABEL_STAGE]
+    assert report["value_weight"] == 1.0
 
 
 def test_train_family_runs_stage_four_alone_or_after_stage_three(stage3_root, tmp_path):

@@ -145,7 +145,8 @@ def test_models_pretrain_label_only_runs_stage_four_on_the_cached_weights(capsys
         args = _parser().parse_args([*argv, *extra])
         with pytest.raises(ValueError, match=match):
             args.func(args)
-    args = _parser().parse_args([*argv, "--label-steps", "2", "--label-lr", "0.004"])
+    args = _parser().parse_args([*argv, "--label-steps", "2", "--label-lr", "0.004",
+                                 "--label-value-weight", "0.5"])
     assert args.func(args) == 0
     out, err = capsys.readouterr()
     assert "then the look-up stage: 2 steps in" in out  # the cached stage 3, reported
@@ -153,7 +154,7 @@ def test_models_pretrain_label_only_runs_stage_four_on_the_cached_weights(capsys
     assert re.findall(r"tiny-llava-qwen: step (\d+)/2", err) == ["1", "2"]  # stage 4 alone
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
     assert report["label_stage"]["steps"] == 2 and report["label_stage"]["label_head"] == [2, 0]
-    assert report["label_stage"]["lr"] == 0.004
+    assert report["label_stage"]["lr"] == 0.004 and report["label_stage"]["value_weight"] == 0.5
 
 
 def test_models_pretrain_names_the_shipped_folder_a_named_cache_can_start_from(tmp_path):
