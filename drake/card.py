@@ -501,21 +501,29 @@ the same stage 4 with the label head in the fourth layer), the pointer reaches 5
 and 55.1% on shape, the answers 39.6% and 42.5%, and 60.3% over all, with the answer position
 giving colour 56.4% and shape 66.2% at the label layer's input; `public_formats.py` gives 49.8%
 lettered and 47.4% numbered (stage 4 at three layers: 48.6 and 44.6). Six layers, the label head
-in the fifth, did worse (42.8 and 40.4). Supervising the look-up's value does more, in a second
-trial outside the package: the same stage 4 at three layers with one more loss, the first
-look-up head's own output at the answer position (read through the final norm and the tied head,
-as the label read-out is) naming the gold option's first word. Then the pointer finds colour's
-option 82.4% of the time and shape's 76.6%, the answers are right 70.9% and 66.4% (from 35.2
-and 27.1), and over all 74.7 / 74.0 / 70.9% (from 62.7 / 61.2 / 56.8); the answer position gives
-the gold colour 78.2% and shape 87.7% at the label layer's input. `public_formats.py`: 52.7%
-lettered, 51.6% numbered and 59.2% verdicts (stage 4: 48.6, 44.6 and 55.8), open 56.4% (58.3).
-The calibration's settings on its weights (`learnability.py --model-cache DIR --test 200
---tasks ...`, 12 tasks): the look-up probe reaches 96.0% (issue #13's bar: 90; shipped 82.5)
-and `synth-instance-attr` 60.5% (shipped 28.5, stage 4 41.0, chance 25); the other lettered and
-numbered tasks stay within 6 points of chance (`synth-shape-facts` 30.5, `synth-dish-name`,
-`synth-dish-region`, `synth-diagram`, `synth-motion`, `synth-story-next`); `synth-count-easy` falls to 52.0% (78.0)
-and `synth-common-concept` to 37.5% (47.0); `synth-state` (100.0) and `synth-answerable`
-(96.0) pass the headroom. That loss is the next step for stage 4.
+in the fifth, did worse (42.8 and 40.4). Supervising the look-up's value does more: stage 4's option
+`--label-value-weight W` (default 0, off) adds one more loss, the first look-up head's own
+output at the answer position (read through the final norm and the tied head, as the label
+read-out is) naming the gold option's first word, weighed W. With W = 1 (the same command as
+above plus `--label-value-weight 1`; 32 minutes for qwen on one core) the qwen pointer finds
+colour's option 82.4% of the time and shape's 76.6%, the answers are right 70.9% and 66.4%
+(from 35.2 and 27.1), and over all 74.7 / 74.0 / 70.9% (from 62.7 / 61.2 / 56.8); the answer
+position gives the gold colour 78.2% and shape 87.7% at the label layer's input.
+`public_formats.py`: 52.7% lettered, 51.6% numbered and 59.2% verdicts (stage 4: 48.6, 44.6
+and 55.8), open 56.4% (58.3). `tiny-llava-llama`, whose label head stage 4 alone left at chance
+(35.8% over all, pointer 38.3%), gets there with it: pointer 74.8%, answers 68.3% over all
+(colour 52.7, shape 68.2), and `public_formats.py` 54.3% lettered and 45.0% numbered (39.3 and
+39.0). The look-up probe reaches 96.0% on the qwen weights (issue #13's bar: 90; shipped
+82.5). Yet the calibration's settings on them (`learnability.py --model-cache DIR --test 200`,
+all 38 tasks) give 8 of 38 tasks at 15 points or more, 9 at 10, mean gain +9.1 (shipped: 8, 9,
++8.7): `synth-instance-attr` rises to 60.5% (28.5) and `synth-state` to 100.0% (78.0, past the
+headroom, with `synth-answerable` at 96.0), but the counting tasks fall, `synth-count-easy` to
+52.0% (78.0), `synth-colour-count` to 34.5% (47.0) and `synth-count-choice` to 33.0% (42.0),
+with `synth-common-concept` at 37.5% (47.0); the other lettered and numbered tasks stay within
+6 points of chance (`synth-shape-facts` 30.5, `synth-dish-name`, `synth-dish-region`,
+`synth-diagram`, `synth-motion`, `synth-story-next`): their answers are not one look-up away.
+So the label step now works on the public questions of both families, and the weights are
+still not shipped: what stage 4 costs the counting tasks is the next step.
 
 **More relation questions (measured; not in the shipped weights).** Stage 5 of `drake models
 pretrain` (`--relation-steps N`, `--relation-only` on stage-3 weights) goes on from stage 3
