@@ -1156,7 +1156,8 @@ _STAGE2_ARGS = {"out_dir", "steps", "seed", "batch_size", "lr", "train_size", "e
 #: :mod:`drake.models.picture_pretrain`); they share ``out_dir``, ``seed``, ``batch_size``,
 #: ``eval_size``, ``device`` and ``checkpoint_every`` (and all but stage 4 ``lr``).
 _LOOKUP_ARGS = {"lookup_steps", "lookup_share", "label_steps", "label_share", "label_lr",
-                "label_value_weight", "relation_steps", "relation_share", "picture_steps", "picture_share"}
+                "label_value_weight", "relation_steps", "relation_share", "picture_steps",
+                "picture_share"}
 _LOOKUP_SHARED = ("out_dir", "seed", "batch_size", "lr", "eval_size", "device", "checkpoint_every")
 _VISION_ARGS = {"vision_steps": "steps", "vision_batch_size": "batch_size", "vision_lr": "lr",
                 "vision_pictures": "pictures", "vision_eval_pictures": "eval_pictures"}
@@ -1202,9 +1203,9 @@ def pretrain_many(
         (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
         ``checkpoint_every``); ``label_steps`` (default 0: none), ``label_share``,
         ``label_lr``, ``label_value_weight`` (stage 4, which takes the same but ``lr``);
-        ``relation_steps`` (default 0:
-        none), ``relation_share`` (stage 5, which takes what stage 3 takes); ``picture_steps``
-        (default 0: none), ``picture_share`` (stage 6, likewise). A model's
+        ``relation_steps`` (default 0: none), ``relation_share`` (stage 5, which takes what
+        stage 3 takes); ``picture_steps`` (default 0: none), ``picture_share`` (stage 6,
+        likewise). A model's
         ``progress`` counts stage 2's steps, then the later stages' after them.
 
     Returns
@@ -1272,8 +1273,8 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
     stage when ``lookup_steps`` > 0 (:func:`drake.models.lookup_pretrain.pretrain_lookup`), its
     label stage when ``label_steps`` > 0 (:func:`drake.models.label_pretrain.pretrain_label`,
     at its own learning rate unless ``label_lr``, with ``label_value_weight`` as its
-    ``value_weight``), its relation stage when ``relation_steps``
-    > 0 (:func:`drake.models.relation_pretrain.pretrain_relation`) and its picture stage when
+    ``value_weight``), its relation stage when ``relation_steps`` > 0
+    (:func:`drake.models.relation_pretrain.pretrain_relation`) and its picture stage when
     ``picture_steps`` > 0 (:func:`drake.models.picture_pretrain.pretrain_picture`).
     ``progress`` counts each stage's steps after the ones before, out of all the stages'
     steps."""

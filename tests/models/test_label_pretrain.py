@@ -91,7 +91,7 @@ def test_label_losses_by_hand(qwen):
 def test_value_loss_by_hand(qwen):
     """The first look-up head's output at the answer position must name the gold option's
     first word ("dark" of "dark blue", not the label "B"): a head input that puts all of the
-    read-out on that word's logit, by hand, against a uniform read-out."""
+    read-out on that word's logit, against a uniform read-out."""
     layer, head = POINTER_HEADS["tiny-llava-qwen"][0]
     n = len(TOKENS)
     verdict = _item(qwen, [":" if t == "." else t for t in TOKENS])
@@ -101,8 +101,7 @@ def test_value_loss_by_hand(qwen):
     assert float(value_loss(qwen, items, inputs, (layer, head))) == pytest.approx(
         math.log(vocab), rel=1e-5)  # zero input: every logit is 0
     assert value_loss(qwen, [verdict], {layer: inputs[layer][1:]}, (layer, head)) is None
-    # an input whose read-out is the logits 0 but `big` at "▁dark": the loss is
-    # log(vocab - 1 + e^big) - big
+    # a read-out of logits 0 but 4 at "▁dark": the loss is log(vocab - 1 + e^4) - 4
     dark = qwen.tokenizer.convert_tokens_to_ids("▁dark")
     with torch.no_grad():
         logits = head_logits(qwen, torch.zeros(160), layer, head)
@@ -231,6 +230,28 @@ def test_the_value_read_out_changes_the_step_only_when_weighed(stage3_root, tmp_
     assert (a / "model.safetensors").read_bytes() != (b / "model.safetensors").read_bytes()
     report = json.loads((a / "pretrain_report.json").read_text())[LABEL_STAGE]
     assert report["value_weight"] == 1.0
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_stopped_stage_resumes_only_with_its_value_weight(stage3_root, tmp_path):
+    budget = {**LABEL, "steps": 4, "checkpoint_every": 2, "value_weight": 1.0}
+    whole = pretrain_label("tiny-llava-llama",
+                           out_dir=shutil.copytree(stage3_root, tmp_path / "w"), **budget)
+    root = shutil.copytree(stage3_root, tmp_path / "r")
+
+    def crash(step: int, steps: int, loss: float) -> None:
+        if step == 3:
+            raise _Crash
+
+    with pytest.raises(_Crash):
+        pretrain_label("tiny-llava-llama", out_dir=root, progress=crash, **budget)
+    with pytest.raises(ValueError, match="value_weight 1.0 there, 0.5 now"):
+        pretrain_label("tiny-llava-llama", out_dir=root, **{**budget, "value_weight": 0.5})
+    again = pretrain_label("tiny-llava-llama", out_dir=root, **budget)
+    assert (again / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
 
 
 def test_train_family_runs_stage_four_alone_or_after_stage_three(stage3_root, tmp_path):
