@@ -88,7 +88,7 @@ def test_label_losses_by_hand(qwen):
                         LABEL_HEADS["tiny-llava-qwen"]) is None
 
 
-def test_value_loss_by_hand(qwen):
+def test_value_loss_by_hand(qwen, monkeypatch):
     """The first look-up head's output at the answer position must name the gold option's
     first word ("dark" of "dark blue", not the label "B"): a head input that puts all of the
     read-out on that word's logit, against a uniform read-out."""
@@ -114,13 +114,8 @@ def test_value_loss_by_hand(qwen):
         out[dark] = 4.0
         return out
 
-    import drake.models.label_pretrain as stage
-
-    real, stage.head_logits = stage.head_logits, fake
-    try:
-        loss = value_loss(qwen, items, inputs, (layer, head))
-    finally:
-        stage.head_logits = real
+    monkeypatch.setattr("drake.models.label_pretrain.head_logits", fake)
+    loss = value_loss(qwen, items, inputs, (layer, head))
     assert calls == [((160,), layer, head)]  # one item with option lines, at one position
     assert float(loss) == pytest.approx(math.log(vocab - 1 + math.exp(4.0)) - 4.0, rel=1e-5)
 
