@@ -645,7 +645,7 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                    help="how multiple-choice answers are scored (loglik suits tiny models)")
     p.add_argument("--pretrain", action="store_true",
                    help="pretrain the tiny models into OUT/models instead of loading the shipped "
-                   "weights (about two and a quarter hours on two cores)")
+                   "weights (about two and three quarter hours on two cores)")
     p.set_defaults(func=cmd_quickstart)
 
     p = sub.add_parser("report", help="tables (mean ± std, 95%% interval over seeds), plots and "

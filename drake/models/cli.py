@@ -96,7 +96,13 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     from drake.models.label_pretrain import LABEL_STAGE
     from drake.models.lookup_pretrain import LOOKUP_STAGE
     from drake.models.picture_pretrain import PICTURE_STAGE
-    from drake.models.pretrain import REPORT_FILE, VISION_FOLDER, pretrain_many
+    from drake.models.pretrain import (
+        DEFAULT_LABEL_STEPS,
+        REPORT_FILE,
+        VISION_FOLDER,
+        label_steps_after,
+        pretrain_many,
+    )
     from drake.models.relation_pretrain import RELATION_STAGE
     from drake.models.shipped import SHIPPED_SHA256
     from drake.models.tap_pretrain import TAP_PRETRAIN_MODELS
@@ -115,7 +121,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
                                       ("--picture-only", args.picture_only)) if given]
     if len(onlys) > 1:
         raise ValueError(f"{' and '.join(onlys)} each skip the stages before theirs: give one "
-                         "(--lookup-only runs stage 3 and the later stages given steps)")
+                         "(--lookup-only runs stages 3 and 4 and the later stages given steps)")
     only = onlys[0] if onlys else None
     if only:  # stages 3 to 6 are the tiny LLaVA families' alone
         others = [n for n in names if n not in TINY_MODELS]
@@ -131,7 +137,7 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
         return _pretrain_clip(args, root) if clip else 0
     if args.lookup_only and not args.lookup_steps:
         raise ValueError("--lookup-only runs the look-up stage alone: give it --lookup-steps > 0")
-    if args.label_only and not args.label_steps:
+    if args.label_only and args.label_steps == 0:
         raise ValueError("--label-only runs the label stage alone: give it --label-steps > 0")
     if args.relation_only and not args.relation_steps:
         raise ValueError("--relation-only runs the relation stage alone: give it "
@@ -143,7 +149,11 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
     runs = {stage: only in (None, "--lookup-only") or alone[only] == stage
             for stage in ("label", "relation", "picture")}
     lookup_steps = args.lookup_steps if only in (None, "--lookup-only") else 0
-    label_steps = args.label_steps if runs["label"] else 0
+    label_steps = 0
+    if runs["label"]:  # by default stage 4 follows stage 3, or runs alone at its default
+        label_steps = (label_steps_after(args.label_steps, lookup_steps)
+                       if only != "--label-only" or args.label_steps is not None
+                       else DEFAULT_LABEL_STEPS)
     relation_steps = args.relation_steps if runs["relation"] else 0
     picture_steps = args.picture_steps if runs["picture"] else 0
     totals = {name: (0 if only else args.steps) + lookup_steps + label_steps + relation_steps
@@ -308,6 +318,7 @@ def add_cli(subparsers: Any) -> None:
         DEFAULT_BATCH_SIZE,
         DEFAULT_CHECKPOINT_EVERY,
         DEFAULT_EVAL_SIZE,
+        DEFAULT_LABEL_STEPS,
         DEFAULT_LR,
         DEFAULT_STEPS,
         DEFAULT_TRAIN_SIZE,
@@ -329,7 +340,7 @@ def add_cli(subparsers: Any) -> None:
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
                        "and tiny-clip on synth-cls-style pictures, and cache them (offline; about "
-                       "two and a quarter hours on two CPU cores, tiny-clip alone about six and a "
+                       "two and three quarter hours on two CPU cores, tiny-clip alone about six and a "
                        "half minutes; the suite ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{', '.join(TINY_MODELS)}, tiny-clip, tiny-tap or tiny-tap-vilt, or "
@@ -392,28 +403,26 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--lookup-only", action="store_true",
                    help="skip stages 1 and 2: run stage 3 on the stage-2 weights in the cache "
                    "(or the shipped ones when no --cache-dir is named and the cache has none), "
-                   "then the later stages asked for (--label-steps, --relation-steps, "
-                   "--picture-steps)")
-    p.add_argument("--label-steps", type=int, default=0,
+                   "then stage 4 (unless --label-steps 0) and the later stages asked for "
+                   "(--relation-steps, --picture-steps)")
+    p.add_argument("--label-steps", type=int, default=None,
                    help="stage 4, after stage 3: steps that teach the tiny LLaVA families to "
                    "answer a lettered or numbered question with its option's label, attention "
-                   "and head outputs supervised (default 0: skipped; the shipped weights have "
-                   "not been through it)")
+                   f"and head outputs supervised (default {DEFAULT_LABEL_STEPS}, as the shipped "
+                   "weights, when stage 3 runs or with --label-only, else 0; 0 skips it)")
     p.add_argument("--label-share", type=float, default=DEFAULT_LABEL_SHARE,
                    help="stage 4: share of its samples that are lettered, numbered or verdict "
                    f"look-up questions (default {DEFAULT_LABEL_SHARE})")
     p.add_argument("--label-lr", type=float, default=DEFAULT_LABEL_LR,
-                   help="stage 4: its learning rate (default "
-                   f"{DEFAULT_LABEL_LR}; higher than stage 2's, whose rate left the label "
-                   "pointer on its plateau)")
+                   help=f"stage 4: its learning rate (default {DEFAULT_LABEL_LR})")
     p.add_argument("--label-value-weight", type=float, default=DEFAULT_VALUE_WEIGHT,
                    help="stage 4: weight of the value read-out, the first look-up head naming "
                    "the gold option's first word at the answer position (default "
-                   f"{DEFAULT_VALUE_WEIGHT}: left out; 1 lifted the colour and shape label "
-                   "answers in a measured trial, the dataset card)")
+                   f"{DEFAULT_VALUE_WEIGHT}; 0 leaves it out, and the colour and shape label "
+                   "answers stay at chance: the dataset card)")
     p.add_argument("--label-only", action="store_true",
-                   help="run stage 4 alone, on the stage-3 weights in the cache (or the shipped "
-                   "ones when no --cache-dir is named and the cache has none)")
+                   help="run stage 4 alone, on the stage-3 weights in the cache (the shipped "
+                   "weights have been through it)")
     p.add_argument("--relation-steps", type=int, default=0,
                    help="stage 5, after stage 3 (and 4): steps on fresh public questions that "
                    "compare pictures or relate objects, with stage 3's losses (default 0: "

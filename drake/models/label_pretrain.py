@@ -28,24 +28,22 @@ rest drawn as stage 3 draws them. Everything else (optimiser, schedule, checkpoi
 is stage 3's (:func:`drake.models.lookup_pretrain.run_attention_stage`); the report gains
 ``label_stage``.
 
-Measured (the dataset card, *Supervising the label step*; issue #13): 2,000 steps of 32 from
-the shipped ``tiny-llava-qwen`` take it from 36.8% to 48.6% on held-out lettered questions and
-from 37.8% to 44.6% on numbered ones (``benchmarks/public_formats.py``; chance about 37%), the
-verdicts from 51.2% to 55.8%; ``tiny-llava-llama`` moves to 39.3% and 39.0%. At the
-calibration's settings the client tasks gain +9.8 points over chance on average against +8.7,
-with 8 of 38 at 15 points or more on both, so the stage is not part of the shipped weights.
-The label pointer sits near one over the option count for some hundreds of steps before it
-finds the gold option.
+Measured (the dataset card, *Supervising the label step*; issue #13). Without the value
+read-out below, 2,000 steps of 32 at ``lr=2e-3`` from the stage-3 ``tiny-llava-qwen`` took it
+from 36.8% to 48.6% on held-out lettered questions and from 37.8% to 44.6% on numbered ones
+(``benchmarks/public_formats.py``; chance about 37%); ``tiny-llava-llama`` moved to 39.3% and
+39.0%, and the colour and shape questions stayed at chance in both. The label pointer sits
+near one over the option count for some hundreds of steps before it finds the gold option.
 
 ``value_weight`` > 0 adds a fifth loss, the *value read-out* (:func:`value_loss`): at the
 answer position, the first look-up head's own output names the first word of the gold
-option's text, the value the look-up should bring under the option lines. On the stage-4
-qwen the answer position carried the gold colour in 71% of lettered questions and the label
-head found its option in 47% (``benchmarks/label_gap.py``); with weight 1 (the card,
-*Where the label step breaks*) the colour and shape label answers rose from 35 and 27% to 71
-and 66%, yet the calibration stayed at 8 of 38 tasks with 15 points or more, the counting tasks
-falling; at ``lr=1e-3`` it gave 10 of 38 (shipped: 8). It is off by default, so that the
-measured stage-4 bytes stay reproducible.
+option's text, the value the look-up should bring under the option lines. Without it the
+answer position carried the gold colour in 71% of lettered questions and the label head found
+its option in 47% (``benchmarks/label_gap.py``); with weight 1 the colour and shape label
+answers rose from 35 and 27% to 71 and 66%, and ``tiny-llava-llama``'s label head left chance.
+The defaults (:data:`DEFAULT_VALUE_WEIGHT` 1, :data:`DEFAULT_LABEL_LR` 1e-3,
+:data:`~drake.models.pretrain.DEFAULT_LABEL_STEPS` steps, seed 0) made the shipped weights
+(the card, *Stage 4 in the shipped weights*).
 """
 
 from __future__ import annotations
@@ -76,6 +74,7 @@ from drake.models.pretrain import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CHECKPOINT_EVERY,
     DEFAULT_EVAL_SIZE,
+    DEFAULT_LABEL_STEPS,
     LOOKUP_FAMILIES,
     Progress,
     _Features,
@@ -104,10 +103,12 @@ LABEL_STAGE = "label_stage"
 #: Formats of the label questions: the two the step serves and the verdict, kept in training.
 LABEL_FORMATS = ("letter", "id", "verdict")
 DEFAULT_LABEL_SHARE = 0.5
-#: Weight of :func:`value_loss`; 0 leaves it out (the measured stage-4 runs had none).
-DEFAULT_VALUE_WEIGHT = 0.0
-#: Twice stage 3's: at 1e-3 the label pointer had not left its plateau after 850 steps.
-DEFAULT_LABEL_LR = 2e-3
+#: Weight of :func:`value_loss` (0 leaves it out). Without it the colour and shape label
+#: questions stayed at chance and ``tiny-llava-llama``'s label head did not leave it at all.
+DEFAULT_VALUE_WEIGHT = 1.0
+#: Stage 3's. Without the value read-out, 1e-3 left the label pointer on its plateau for 850
+#: steps and more; with it, 2e-3 cost the counting client tasks 10 to 26 points, 1e-3 few.
+DEFAULT_LABEL_LR = 1e-3
 #: Per family: (the label head, the binding head) as (layer, head). The label head sits in
 #: the last layer, after the look-up of :data:`POINTER_HEADS` has brought the answer; in
 #: ``tiny-llava-qwen`` head 0 of that layer is unused by the look-up.
@@ -287,7 +288,7 @@ def pretrain_label(
     name: str,
     *,
     out_dir: Path | None = None,
-    steps: int = 2000,
+    steps: int = DEFAULT_LABEL_STEPS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     lr: float = DEFAULT_LABEL_LR,
     share: float = DEFAULT_LABEL_SHARE,
@@ -304,7 +305,7 @@ def pretrain_label(
 
     Arguments as :func:`drake.models.lookup_pretrain.pretrain_lookup`'s; ``share`` is the
     share of each step's samples that are label questions (:func:`label_sample`);
-    ``value_weight`` weighs :func:`value_loss` (default 0: not computed). Raises
+    ``value_weight`` weighs :func:`value_loss` (0: not computed). Raises
     :class:`~drake.models.errors.ModelNotPretrained` without weights to start from and
     ValueError for weights that have not been through stage 3 or have been through this one,
     a bad argument, or a checkpoint of a run with other arguments.

@@ -107,6 +107,8 @@ __all__ = [
     "DEFAULT_EVAL_SIZE",
     "DEFAULT_CHECKPOINT_EVERY",
     "DEFAULT_LOOKUP_STEPS",
+    "DEFAULT_LABEL_STEPS",
+    "label_steps_after",
 ]
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,9 @@ DEFAULT_CHECKPOINT_EVERY = 250
 #: Steps of stage 3, the look-up stage (:mod:`drake.models.lookup_pretrain`); the shipped
 #: weights went through it.
 DEFAULT_LOOKUP_STEPS = 1500
+#: Steps of stage 4, the label stage (:mod:`drake.models.label_pretrain`), after stage 3; the
+#: shipped weights went through it.
+DEFAULT_LABEL_STEPS = 2000
 DEFAULT_VISION_STEPS = 8000
 DEFAULT_VISION_BATCH_SIZE = 32
 DEFAULT_VISION_LR = 2e-3
@@ -1201,8 +1206,9 @@ def pretrain_many(
         ``vision_lr``, ``vision_pictures``, ``vision_eval_pictures`` (stage 1);
         ``lookup_steps`` (default :data:`DEFAULT_LOOKUP_STEPS`; 0: none), ``lookup_share``
         (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
-        ``checkpoint_every``); ``label_steps`` (default 0: none), ``label_share``,
-        ``label_lr``, ``label_value_weight`` (stage 4, which takes the same but ``lr``);
+        ``checkpoint_every``); ``label_steps`` (default: :func:`label_steps_after`; 0: none),
+        ``label_share``, ``label_lr``, ``label_value_weight`` (stage 4, which takes the same
+        but ``lr``);
         ``relation_steps`` (default 0: none), ``relation_share`` (stage 5, which takes what
         stage 3 takes); ``picture_steps`` (default 0: none), ``picture_share`` (stage 6,
         likewise). A model's
@@ -1229,8 +1235,9 @@ def pretrain_many(
     stage2 = {k: v for k, v in kwargs.items() if k in _STAGE2_ARGS and v is not None}
     stages = {"language": language, **{k: v for k, v in kwargs.items()
                                         if k in _LOOKUP_ARGS and v is not None}}
-    if not (language or stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS)
-            or stages.get("label_steps") or stages.get("relation_steps")
+    lookup = stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS)
+    if not (language or lookup or label_steps_after(stages.get("label_steps"), lookup)
+            or stages.get("relation_steps")
             or stages.get("picture_steps")):
         raise ValueError("language=False trains nothing without lookup_steps, label_steps, "
                          "relation_steps or picture_steps > 0")
@@ -1262,9 +1269,18 @@ def pretrain_many(
     return results
 
 
+def label_steps_after(label_steps: int | None, lookup_steps: int) -> int:
+    """Stage 4's steps: ``label_steps`` when given, else :data:`DEFAULT_LABEL_STEPS` when stage
+    3 runs in the same call and none when it does not (so ``lookup_steps=0`` still stops after
+    stage 2, and stage 4 alone takes its steps by name)."""
+    if label_steps is not None:
+        return label_steps
+    return DEFAULT_LABEL_STEPS if lookup_steps else 0
+
+
 def train_family(name: str, *, progress: Progress | None = None, language: bool = True,
                  lookup_steps: int = DEFAULT_LOOKUP_STEPS, lookup_share: float | None = None,
-                 label_steps: int = 0, label_share: float | None = None,
+                 label_steps: int | None = None, label_share: float | None = None,
                  label_lr: float | None = None, label_value_weight: float | None = None,
                  relation_steps: int = 0,
                  relation_share: float | None = None, picture_steps: int = 0,
@@ -1277,7 +1293,9 @@ def train_family(name: str, *, progress: Progress | None = None, language: bool 
     (:func:`drake.models.relation_pretrain.pretrain_relation`) and its picture stage when
     ``picture_steps`` > 0 (:func:`drake.models.picture_pretrain.pretrain_picture`).
     ``progress`` counts each stage's steps after the ones before, out of all the stages'
-    steps."""
+    steps. ``label_steps=None`` is :func:`label_steps_after` ``lookup_steps``: stage 4 follows
+    stage 3 by default."""
+    label_steps = label_steps_after(label_steps, lookup_steps)
     if not (language or lookup_steps or label_steps or relation_steps or picture_steps):
         raise ValueError(f"{name}: language=False trains nothing without lookup_steps, "
                          "label_steps, relation_steps or picture_steps > 0")

@@ -1,7 +1,8 @@
 """The tiny families' pretrained weights, shipped inside the package.
 
-Pretraining both tiny families takes about two and a quarter hours on two CPU cores (three
-stages, :mod:`drake.models.pretrain` and :mod:`drake.models.lookup_pretrain`), too long for a
+Pretraining both tiny families takes about two and three quarter hours on two CPU cores (four
+stages, :mod:`drake.models.pretrain`, :mod:`drake.models.lookup_pretrain` and
+:mod:`drake.models.label_pretrain`), too long for a
 quickstart or a CI run, so the suite ships its result (and tiny-clip's and the tiny TAP
 backbones', :mod:`drake.models.clip_pretrain`, :mod:`drake.models.tap_pretrain`):
 ``weights/<name>/`` holds what ``drake models pretrain`` (default arguments, seed 0) writes to
@@ -29,8 +30,8 @@ WEIGHTS_FILE = "model.safetensors"
 
 #: sha256 of each shipped ``model.safetensors``.
 SHIPPED_SHA256: Mapping[str, str] = MappingProxyType({
-    "tiny-llava-llama": "17a1a06bcd45162529ff8fadceb1327702301728b02827c5a457fc89cf6ad048",
-    "tiny-llava-qwen": "f35e476fa432c90b4f2e4a95548ba7433504bda5961f35d8ef5efe81ea93cb3a",
+    "tiny-llava-llama": "7853c8b98269262abac1f8d89899ff6d703179cd0d579236e98a783311ab9f3c",
+    "tiny-llava-qwen": "77c9c875b28ef4b7e8e27b09bfde8522742ba7276cc337c9e6730ec92976132e",
     # the text side and the image tower's last stage (drake.models.clip_pretrain); the rest of
     # the tower is tiny-llava-llama's
     "tiny-clip": "f18239364712da1e47f0f062fd55716a15d06322241ac83241cd4d2e69afa7f8",

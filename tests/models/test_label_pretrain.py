@@ -180,7 +180,7 @@ def test_the_stage_is_seeded_reported_and_needs_stage_three(stage3_root, tmp_pat
     assert report == before  # stages 2 and 3's records stay as they were
     assert stage["steps"] == 3 and stage["train_samples"] == 12 and stage["label_share"] == 0.5
     assert stage["label_head"] == [3, 0] and stage["binding_head"] == [0, 0]
-    assert stage["lr"] == 2e-3 and stage["label_formats"] == list(LABEL_FORMATS)
+    assert stage["lr"] == 1e-3 and stage["label_formats"] == list(LABEL_FORMATS)
     assert set(stage["accuracy_after"]) > {"mean"} and len(stage["loss_curve"]) == 3
     with pytest.raises(ValueError, match="already went through the label stage"):
         pretrain_label("tiny-llava-llama", out_dir=tmp_path / "a", **LABEL)
@@ -192,7 +192,7 @@ def test_the_stage_is_seeded_reported_and_needs_stage_three(stage3_root, tmp_pat
     for bad in (-0.5, float("nan")):
         with pytest.raises(ValueError, match="value_weight must be a finite number >= 0"):
             pretrain_label("tiny-llava-llama", out_dir=stage3_root, value_weight=bad, **LABEL)
-    assert stage["value_weight"] == 0.0
+    assert stage["value_weight"] == 1.0  # the default: the value read-out is on
 
 
 def test_the_value_read_out_changes_the_step_only_when_weighed(stage3_root, tmp_path):
@@ -219,12 +219,12 @@ def test_the_value_read_out_changes_the_step_only_when_weighed(stage3_root, tmp_
     assert weighed == pytest.approx(plain + 0.5 * float(seen["value"]), rel=1e-5)
     assert again == pytest.approx(weighed, rel=1e-6)
     a = pretrain_label("tiny-llava-llama", out_dir=shutil.copytree(stage3_root, tmp_path / "a"),
-                       value_weight=1.0, **LABEL)
+                       value_weight=0.0, **LABEL)
     b = pretrain_label("tiny-llava-llama", out_dir=shutil.copytree(stage3_root, tmp_path / "b"),
                        **LABEL)
     assert (a / "model.safetensors").read_bytes() != (b / "model.safetensors").read_bytes()
     report = json.loads((a / "pretrain_report.json").read_text())[LABEL_STAGE]
-    assert report["value_weight"] == 1.0
+    assert report["value_weight"] == 0.0
 
 
 class _Crash(Exception):
@@ -266,3 +266,14 @@ def test_train_family_runs_stage_four_alone_or_after_stage_three(stage3_root, tm
                         eval_size=0, progress=lambda s, t, v: seen.append((s, t)))
     assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]  # stage 4 counts on after stage 3, of 4
     assert (both / "model.safetensors").read_bytes() == (direct / "model.safetensors").read_bytes()
+
+
+def test_stage_four_follows_stage_three_by_default():
+    """Unnamed, stage 4 runs its default steps exactly when stage 3 runs in the same call, so
+    ``lookup_steps=0`` still stops after stage 2; named steps always win."""
+    from drake.models.pretrain import DEFAULT_LABEL_STEPS, label_steps_after
+
+    assert DEFAULT_LABEL_STEPS == 2000
+    assert label_steps_after(None, 1500) == 2000 and label_steps_after(None, 2) == 2000
+    assert label_steps_after(None, 0) == 0
+    assert label_steps_after(0, 1500) == 0 and label_steps_after(5, 0) == 5

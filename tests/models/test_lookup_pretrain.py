@@ -173,19 +173,20 @@ def test_pretrain_many_runs_stage_three_after_stage_two_or_alone(stage2_root, tm
     shutil.copytree(stage2_root / "tiny-vision", root / "tiny-vision")
     seen = []
     folders = pretrain_many(["tiny-llava-llama", "tiny-llava-qwen"], workers=2, out_dir=root,
-                            seed=1, vision=False, lookup_steps=2,
+                            seed=1, vision=False, lookup_steps=2, label_steps=0,
                             progress=lambda *a: seen.append(a), **MICRO)
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copytree(stage2_root / "tiny-vision", alone / "tiny-vision")
-    one = train_family("tiny-llava-llama", out_dir=alone, seed=1, lookup_steps=2, **MICRO)
+    one = train_family("tiny-llava-llama", out_dir=alone, seed=1, lookup_steps=2, label_steps=0,
+                       **MICRO)
     assert ((folders["tiny-llava-llama"] / "model.safetensors").read_bytes()
             == (one / "model.safetensors").read_bytes())
     assert max(step for name, step, *_ in seen if name == "tiny-llava-qwen") == 4  # 2 + 2
     # stage 3 alone, on stage 2's cached weights: the same bytes again
     only = _copy(stage2_root, tmp_path / "only")
     got = pretrain_many(["tiny-llava-llama"], out_dir=only, seed=1, vision=False,
-                        language=False, lookup_steps=2, **MICRO)
+                        language=False, lookup_steps=2, label_steps=0, **MICRO)
     direct = pretrain_lookup("tiny-llava-llama", out_dir=_copy(stage2_root, tmp_path / "d"),
                              seed=1, steps=2, batch_size=2, eval_size=0)
     assert ((got["tiny-llava-llama"] / "model.safetensors").read_bytes()

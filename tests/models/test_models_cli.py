@@ -40,12 +40,13 @@ def test_models_pretrain_writes_the_cache(capsys, tmp_path):
         "--train-size", "8", "--eval-size", "3", "--vision-steps", "2", "--vision-pictures", "4",
         "--device", "cpu", "--cache-dir", str(tmp_path), "--fresh-samples", "--sample-workers", "1",
         "--focus-share", "0.5", "--focus", "lookup", "--mark-options", "--lookup-steps", "2",
-        "--relation-steps", "2",
+        "--label-steps", "2", "--relation-steps", "2",
     ])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "tiny-llava-qwen: 2 steps" in out and "held-out public accuracy" in out
     assert "then the look-up stage: 2 steps in" in out
+    assert "then the label stage: 2 steps in" in out
     assert "then the relation stage: 2 steps in" in out
     assert "tiny-vision: 2 steps" in out and "held-out accuracy" in out and "colour" in out
     report = json.loads((tmp_path / "tiny-llava-qwen" / "pretrain_report.json").read_text())
@@ -118,7 +119,7 @@ def test_models_pretrain_lookup_only_runs_stage_three_on_the_cached_weights(caps
     args = _parser().parse_args([*argv, "--lookup-steps", "2", "--model", "tiny-clip"])
     with pytest.raises(ValueError, match="--lookup-only trains .*, not tiny-clip"):
         args.func(args)
-    args = _parser().parse_args([*argv, "--lookup-steps", "2"])
+    args = _parser().parse_args([*argv, "--lookup-steps", "2", "--label-steps", "0"])
     assert args.func(args) == 0
     out, err = capsys.readouterr()
     assert "tiny-llava-qwen: 2 steps in" in out and "then the look-up stage: 2 steps in" in out
@@ -162,15 +163,17 @@ def test_models_pretrain_names_the_shipped_folder_a_named_cache_can_start_from(t
     from drake.models.shipped import shipped_folder
 
     argv = ["models", "pretrain", "--model", "tiny-llava-qwen", "--cache-dir", str(tmp_path)]
-    args = _parser().parse_args([*argv, "--label-only", "--label-steps", "2"])
-    with pytest.raises(ModelNotPretrained) as refused:  # the shipped weights are stage-3 ones
+    args = _parser().parse_args([*argv, "--relation-only", "--relation-steps", "2"])
+    with pytest.raises(ModelNotPretrained) as refused:  # the shipped weights are past stage 3
         args.func(args)
     message = str(refused.value)
     assert "no stage-3 weights in" in message
     assert f"copy the shipped folder {shipped_folder('tiny-llava-qwen')}" in message
-    args = _parser().parse_args([*argv, "--lookup-only", "--lookup-steps", "2"])
-    with pytest.raises(ModelNotPretrained) as refused:  # ... so stage 3 cannot start from them
-        args.func(args)
-    assert "no stage-2 weights in" in str(refused.value)
-    assert "shipped" not in str(refused.value)
+    for extra, before in ((["--label-only"], "stage-3"),  # the shipped weights are stage-4 ones
+                          (["--lookup-only", "--lookup-steps", "2"], "stage-2")):
+        args = _parser().parse_args([*argv, *extra])
+        with pytest.raises(ModelNotPretrained) as refused:  # ... so these cannot start from them
+            args.func(args)
+        assert f"no {before} weights in" in str(refused.value)
+        assert "shipped" not in str(refused.value)
     assert not any(p.is_file() for p in tmp_path.rglob("*"))  # refused before writing

@@ -80,6 +80,7 @@ def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
 
     stage = importlib.import_module("drake.models.pretrain")
     lookup_stage = importlib.import_module("drake.models.lookup_pretrain")
+    label_stage = importlib.import_module("drake.models.label_pretrain")
 
     for name in TINY_MODELS:
         report = json.loads((SHIPPED_ROOT / name / "pretrain_report.json").read_text())
@@ -98,6 +99,17 @@ def test_shipped_weights_are_what_pretrain_writes_with_its_defaults():
             assert lookup["eval_samples"] == stage.DEFAULT_EVAL_SIZE
         else:
             assert lookup is None
+        label = report.get("label_stage")  # stage 4, which follows stage 3 by default
+        if stage.label_steps_after(None, stage.DEFAULT_LOOKUP_STEPS):
+            assert (label["steps"], label["batch_size"], label["lr"], label["seed"]) == (
+                stage.DEFAULT_LABEL_STEPS, stage.DEFAULT_BATCH_SIZE,
+                label_stage.DEFAULT_LABEL_LR, 0)
+            assert label["label_share"] == label_stage.DEFAULT_LABEL_SHARE
+            assert label["value_weight"] == label_stage.DEFAULT_VALUE_WEIGHT
+            assert label["label_head"] == list(label_stage.LABEL_HEADS[name][0])
+            assert label["eval_samples"] == stage.DEFAULT_EVAL_SIZE
+        else:
+            assert label is None
     reports = [json.loads((SHIPPED_ROOT / n / "pretrain_report.json").read_text())
                for n in TINY_MODELS]
     assert len({r["vision_sha256"] for r in reports}) == 1  # one tower for both families

@@ -13,17 +13,18 @@ def test_quickstart_builds_pretrains_runs_and_caches(tmp_path):
               compute_budget=2, say=said.append,
               pretrain={"steps": 4, "batch_size": 2, "train_size": 16, "eval_size": 4,
                         "vision_steps": 4, "vision_batch_size": 2, "vision_pictures": 8,
-                        "vision_eval_pictures": 8, "lookup_steps": 2})
+                        "vision_eval_pictures": 8, "lookup_steps": 2, "label_steps": 2})
     results = quickstart(tmp_path, **kw)
     assert [r["method"]["name"] for r in results] == ["sft", "fedavg"]
     for name in ("tiny-vision", "tiny-llava-llama", "tiny-llava-qwen"):  # pretraining talks
-        total = 4 if name == "tiny-vision" else 6  # stage 2, then 2 steps of stage 3
+        total = 4 if name == "tiny-vision" else 8  # stage 2, then 2 steps of stages 3 and 4
         assert any(s.startswith(f"      {name}: step {total}/{total}, loss ") for s in said), said
     assert all(r["scoring"]["mc_scoring"] == "loglik" for r in results)
     assert (tmp_path / "data" / "drake-synth" / "manifest.json").exists()
     for name in ("tiny-llava-llama", "tiny-llava-qwen"):
         report = json.loads((tmp_path / "models" / name / "pretrain_report.json").read_text())
         assert report["steps"] == 4 and report["lookup_stage"]["steps"] == 2
+        assert report["label_stage"]["steps"] == 2
     lines = (tmp_path / "runs" / "sft" / "metrics.jsonl").read_text().splitlines()
     points = [json.loads(x) for x in lines]
     assert points[0]["initial"] is True
