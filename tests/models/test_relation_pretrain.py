@@ -96,8 +96,8 @@ def test_train_family_runs_stage_five_after_stage_three_to_the_bytes_of_two_call
     stage2 = stage3_root.parent / (stage3_root.name + "-stage2")
     seen = []
     both = train_family("tiny-llava-llama", out_dir=shutil.copytree(stage2, tmp_path / "b"),
-                        language=False, lookup_steps=2, label_steps=0, relation_steps=2, seed=1, batch_size=2,
-                        eval_size=0, progress=lambda s, t, v: seen.append((s, t)))
+                        language=False, lookup_steps=2, label_steps=0, relation_steps=2, seed=1,
+                        batch_size=2, eval_size=0, progress=lambda s, t, v: seen.append((s, t)))
     assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]  # stage 5 counts on after stage 3, of 4
     direct = pretrain_relation("tiny-llava-llama",
                                out_dir=shutil.copytree(stage3_root, tmp_path / "d"), steps=2,
