@@ -150,10 +150,10 @@ def cmd_models_pretrain(args: argparse.Namespace) -> int:
             for stage in ("label", "relation", "picture")}
     lookup_steps = args.lookup_steps if only in (None, "--lookup-only") else 0
     label_steps = 0
-    if runs["label"]:  # by default stage 4 follows stage 3, or runs alone at its default
-        label_steps = (label_steps_after(args.label_steps, lookup_steps)
-                       if only != "--label-only" or args.label_steps is not None
-                       else DEFAULT_LABEL_STEPS)
+    if args.label_only:  # stage 4 alone, at its default steps unless named
+        label_steps = DEFAULT_LABEL_STEPS if args.label_steps is None else args.label_steps
+    elif runs["label"]:  # unnamed, stage 4 follows stage 3
+        label_steps = label_steps_after(args.label_steps, lookup_steps)
     relation_steps = args.relation_steps if runs["relation"] else 0
     picture_steps = args.picture_steps if runs["picture"] else 0
     totals = {name: (0 if only else args.steps) + lookup_steps + label_steps + relation_steps
@@ -340,8 +340,8 @@ def add_cli(subparsers: Any) -> None:
 
     p = sub.add_parser("pretrain", help="train the tiny models on drake-synth's public split "
                        "and tiny-clip on synth-cls-style pictures, and cache them (offline; about "
-                       "two and three quarter hours on two CPU cores, tiny-clip alone about six and a "
-                       "half minutes; the suite ships their result)")
+                       "two and three quarter hours on two CPU cores, tiny-clip alone about six "
+                       "and a half minutes; the suite ships their result)")
     p.add_argument("--model", default="all",
                    help=f"{', '.join(TINY_MODELS)}, tiny-clip, tiny-tap or tiny-tap-vilt, or "
                    "all (default)")

@@ -18,7 +18,8 @@ all; the optimiser, schedule (warm-up :data:`PICTURE_WARM`), checkpoints and rep
 ``picture_stage``.
 
 Measured (issue #13; the calibration's settings, ``benchmarks/learnability.py --model-cache
-DIR --test 200``, on ``tiny-llava-qwen`` from the stage-3 weights shipped before stage 4, 1,200 steps of 32).
+DIR --test 200``, on ``tiny-llava-qwen`` from the stage-3 weights shipped before stage 4,
+1,200 steps of 32).
 As a drill outside the package (``benchmarks/picture_drill.py --pictures 11 --comparisons
 10``, seeds 0 and 1) the recipe took ``synth-quality-triple`` from 38.5% to 53.0 and 54.0%
 (chance 33.3) and ``synth-triple-style`` from 46.5% to 62.5 and 85.5%. This stage's first run

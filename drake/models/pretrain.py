@@ -1208,11 +1208,9 @@ def pretrain_many(
         (stage 3, which also takes stage 2's ``batch_size``, ``lr``, ``eval_size`` and
         ``checkpoint_every``); ``label_steps`` (default: :func:`label_steps_after`; 0: none),
         ``label_share``, ``label_lr``, ``label_value_weight`` (stage 4, which takes the same
-        but ``lr``);
-        ``relation_steps`` (default 0: none), ``relation_share`` (stage 5, which takes what
-        stage 3 takes); ``picture_steps`` (default 0: none), ``picture_share`` (stage 6,
-        likewise). A model's
-        ``progress`` counts stage 2's steps, then the later stages' after them.
+        but ``lr``); ``relation_steps`` (default 0: none), ``relation_share`` (stage 5, which
+        takes what stage 3 takes); ``picture_steps`` (default 0: none), ``picture_share``
+        (stage 6, likewise). A model's ``progress`` counts stage 2's steps, then the later stages' after them.
 
     Returns
     -------
@@ -1235,9 +1233,8 @@ def pretrain_many(
     stage2 = {k: v for k, v in kwargs.items() if k in _STAGE2_ARGS and v is not None}
     stages = {"language": language, **{k: v for k, v in kwargs.items()
                                         if k in _LOOKUP_ARGS and v is not None}}
-    lookup = stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS)
-    if not (language or lookup or label_steps_after(stages.get("label_steps"), lookup)
-            or stages.get("relation_steps")
+    if not (language or stages.get("lookup_steps", DEFAULT_LOOKUP_STEPS)
+            or stages.get("label_steps") or stages.get("relation_steps")
             or stages.get("picture_steps")):
         raise ValueError("language=False trains nothing without lookup_steps, label_steps, "
                          "relation_steps or picture_steps > 0")

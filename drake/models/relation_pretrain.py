@@ -16,7 +16,8 @@ report) is stage 3's (:func:`drake.models.lookup_pretrain.run_attention_stage`);
 gains ``relation_stage``.
 
 Measured (issue #13; the calibration's settings, ``benchmarks/learnability.py --model-cache
-DIR --test 200``, on ``tiny-llava-qwen``, from the stage-3 weights shipped before stage 4, 1,500 steps of 32):
+DIR --test 200``, on ``tiny-llava-qwen``, from the stage-3 weights shipped before stage 4,
+1,500 steps of 32):
 three trials of this recipe outside the package (seeds 0-2) took ``synth-pair-statement`` from
 53.5% to 70.0 +/- 3.3 and ``synth-triple-style`` from 46.5% to 60.2 +/- 4.5, while
 ``synth-relation-query`` fell from 57.5% to 50.5 +/- 3.5 and ``synth-quad-statement`` from
