@@ -12,7 +12,7 @@ still the defaults, so the table cannot silently describe other data).
 
     python benchmarks/learnability.py [--model-cache DIR] [--model tiny-llava-qwen]
         [--tasks synth-spatial ...] [--steps 240] [--every 80] [--closeness 0.0]
-        [--objects 1 2] [--degradation 1.0] [--jobs 2] [--device cuda]
+        [--objects 1 2] [--degradation 1.0] [--count 1 5] [--jobs 2] [--device cuda]
         [--json drake/synth/calibration.json]
 
 With ``--tasks``, an existing ``--json`` file measured with the same settings keeps its other
@@ -162,6 +162,8 @@ def knobs_for(task: str, args: argparse.Namespace):
         knobs = dataclasses.replace(knobs, objects=tuple(args.objects))
     if args.degradation is not None:
         knobs = dataclasses.replace(knobs, degradation=args.degradation)
+    if args.count is not None:
+        knobs = dataclasses.replace(knobs, count=tuple(args.count))
     return knobs
 
 
@@ -232,6 +234,8 @@ def main() -> None:
     parser.add_argument("--degradation", type=float, default=None,
                         help="override every task's (in the quality tasks, the smallest gap "
                         "between the options' degradations: higher is easier)")
+    parser.add_argument("--count", type=int, nargs=2, default=None, metavar=("LO", "HI"),
+                        help="override every counting task's range of counts")
     parser.add_argument("--train-vision", action="store_true",
                         help="also train the projector and the vision tower (not FedMosaic's "
                         "setup: it tells whether the frozen visual path is the bottleneck)")
@@ -274,6 +278,8 @@ def main() -> None:
             del settings["device"]
         if args.degradation is None:  # no override: recorded only when given (a later flag)
             del settings["degradation"]
+        if args.count is None:  # likewise
+            del settings["count"]
         path = Path(args.json)
         if args.tasks and path.exists():  # re-measured tasks replace their rows
             old = json.loads(path.read_text())

@@ -100,73 +100,91 @@ LAYOUTS = MappingProxyType(
         "Midland": "triangle",
     }
 )
+REGION_SHAPES = MappingProxyType(
+    {
+        "Northland": "circle",
+        "Southland": "square",
+        "Eastland": "hexagon",
+        "Westland": "star",
+        "Midland": "heart",
+    }
+)
+"""Every dish of a region is served on its region's shape: the dish's main (large) part."""
 
 
 @dataclass(frozen=True)
 class Dish:
-    """A named composite pattern: its components (shape, colour) in its region's layout."""
+    """A named composite pattern: its parts (shape, colour) in its region's layout.
+
+    The first part is the main one, drawn large in the region's shape (:data:`REGION_SHAPES`);
+    the name begins with its colour ("cyan snow tower"), as a dish's look names it, and the
+    four dishes of a region differ in that colour. The other parts are small side parts.
+    """
 
     name: str
     region: str
     parts: tuple[tuple[str, str], ...]
 
+    @property
+    def colour(self) -> str:
+        """The main part's colour: the first word of the name."""
+        return self.parts[0][1]
+
+
+def _dish(name: str, region: str, colour: str, *sides: tuple[str, str]) -> Dish:
+    return Dish(f"{colour} {name}", region, ((REGION_SHAPES[region], colour), *sides))
+
 
 DISHES: tuple[Dish, ...] = (
-    Dish("snow tower", "Northland", (("circle", "cyan"), ("square", "blue"))),
-    Dish(
-        "frost cake", "Northland", (("triangle", "blue"), ("hexagon", "cyan"), ("square", "purple"))
-    ),
-    Dish("polar bun", "Northland", (("heart", "cyan"), ("circle", "purple"))),
-    Dish("glacier pie", "Northland", (("diamond", "blue"), ("star", "cyan"), ("circle", "blue"))),
-    Dish("sun roll", "Southland", (("circle", "yellow"), ("square", "orange"))),
-    Dish("ember wrap", "Southland", (("triangle", "red"), ("star", "orange"), ("circle", "red"))),
-    Dish("desert bread", "Southland", (("hexagon", "orange"), ("diamond", "yellow"))),
-    Dish("coral soup", "Southland", (("heart", "pink"), ("circle", "orange"), ("cross", "red"))),
-    Dish("jade dumpling", "Eastland", (("circle", "green"), ("square", "yellow"))),
-    Dish("lotus bowl", "Eastland", (("hexagon", "pink"), ("star", "green"), ("heart", "pink"))),
-    Dish("tea parcel", "Eastland", (("square", "green"), ("circle", "orange"))),
-    Dish("bamboo cup", "Eastland", (("diamond", "green"), ("triangle", "cyan"))),
-    Dish("prairie stew", "Westland", (("square", "orange"), ("circle", "green"))),
-    Dish("canyon tart", "Westland", (("triangle", "red"), ("hexagon", "purple"))),
-    Dish("ranch loaf", "Westland", (("cross", "yellow"), ("star", "red"), ("diamond", "purple"))),
-    Dish("cactus salad", "Westland", (("star", "green"), ("heart", "yellow"), ("circle", "green"))),
-    Dish("garden plate", "Midland", (("circle", "green"), ("star", "yellow"), ("square", "pink"))),
-    Dish(
-        "harvest ring", "Midland", (("hexagon", "orange"), ("circle", "yellow"), ("heart", "red"))
-    ),
-    Dish(
-        "meadow mix", "Midland", (("cross", "green"), ("diamond", "cyan"), ("triangle", "yellow"))
-    ),
-    Dish("orchard bowl", "Midland", (("heart", "red"), ("square", "green"), ("star", "orange"))),
+    _dish("snow tower", "Northland", "cyan", ("square", "blue")),
+    _dish("frost cake", "Northland", "blue", ("hexagon", "cyan"), ("square", "purple")),
+    _dish("polar bun", "Northland", "purple", ("heart", "cyan")),
+    _dish("glacier pie", "Northland", "green", ("star", "cyan"), ("circle", "blue")),
+    _dish("sun roll", "Southland", "yellow", ("circle", "orange")),
+    _dish("ember wrap", "Southland", "red", ("star", "orange"), ("circle", "red")),
+    _dish("desert bread", "Southland", "orange", ("diamond", "yellow")),
+    _dish("coral soup", "Southland", "pink", ("circle", "orange"), ("cross", "red")),
+    _dish("jade dumpling", "Eastland", "green", ("square", "yellow")),
+    _dish("lotus bowl", "Eastland", "pink", ("star", "green"), ("heart", "pink")),
+    _dish("tea parcel", "Eastland", "orange", ("circle", "green")),
+    _dish("bamboo cup", "Eastland", "cyan", ("triangle", "green")),
+    _dish("prairie stew", "Westland", "yellow", ("circle", "green")),
+    _dish("canyon tart", "Westland", "red", ("hexagon", "purple")),
+    _dish("ranch loaf", "Westland", "purple", ("cross", "yellow"), ("diamond", "red")),
+    _dish("cactus salad", "Westland", "green", ("heart", "yellow"), ("circle", "green")),
+    _dish("garden plate", "Midland", "pink", ("star", "yellow"), ("square", "green")),
+    _dish("harvest ring", "Midland", "orange", ("circle", "yellow"), ("heart", "red")),
+    _dish("meadow mix", "Midland", "cyan", ("diamond", "green"), ("triangle", "yellow")),
+    _dish("orchard bowl", "Midland", "red", ("square", "green"), ("star", "orange")),
 )
 
 
 def dish_objects(ctx: Ctx, dish: Dish) -> tuple[Obj, ...]:
-    """The dish's parts in its region's arrangement, with jitter and an optional garnish."""
+    """The dish's parts in its region's arrangement (the main part large, the side parts small),
+    with jitter and an optional garnish in a corner."""
     rng = ctx.rng
     n = len(dish.parts)
     layout = LAYOUTS[dish.region]
     cx, cy = 0.5 + float(rng.uniform(-0.06, 0.06)), 0.5 + float(rng.uniform(-0.06, 0.06))
-    fill = [pick(rng, ("solid", "striped")) for _ in range(n)]
     out: list[Obj] = []
     for k, (shape, colour) in enumerate(dish.parts):
         off = k - (n - 1) / 2
-        r = 0.11 * float(rng.uniform(0.9, 1.1))
+        r = (0.15 if k == 0 else 0.08) * float(rng.uniform(0.9, 1.1))
+        fill = "solid" if k == 0 else pick(rng, ("solid", "striped"))
         if layout == "stack":
-            x, y = cx, cy + 0.27 * off
+            x, y = cx, cy + 0.28 * off
         elif layout == "row":
-            x, y = cx + 0.27 * off, cy
+            x, y = cx + 0.28 * off, cy
         elif layout == "diagonal":
             x, y = cx + 0.22 * off, cy + 0.22 * off
         elif layout == "triangle":
             x, y = cx + (0.0, -0.23, 0.23)[k], cy + (-0.2, 0.16, 0.16)[k]
-        else:  # nest: the first part holds the others
+        else:  # nest: the main part holds the others
             if k == 0:
                 out.append(Obj(shape, colour, "large", "outlined", x=cx, y=cy, r=0.3))
                 continue
-            x = cx + (0.0 if n == 2 else (-0.1 if k == 1 else 0.1))
-            y, r = cy, 0.075
-        out.append(Obj(shape, colour, "large" if r > 0.1 else "small", fill[k], x=x, y=y, r=r))
+            x, y, r = cx + (0.0 if n == 2 else (-0.1 if k == 1 else 0.1)), cy, 0.075
+        out.append(Obj(shape, colour, "large" if k == 0 else "small", fill, x=x, y=y, r=r))
     garnish = random_objects(rng, min(1, ctx.n_objects()), sizes=("small",))
     for g in garnish:
         corner = pick(rng, ((0.09, 0.09), (0.91, 0.09), (0.09, 0.91), (0.91, 0.91)))
@@ -174,34 +192,69 @@ def dish_objects(ctx: Ctx, dish: Dish) -> tuple[Obj, ...]:
     return tuple(out)
 
 
+def _other_colours(rng, pool: Sequence[Dish], k: int, taken: Sequence[Dish]) -> list[Dish]:
+    """``k`` dishes of ``pool`` whose main colours differ from each other's and ``taken``'s
+    (so that the five options' first words always differ), or a :class:`GenerationError`."""
+    colours = {d.colour for d in taken}
+    out: list[Dish] = []
+    for d in shuffled(rng, pool):
+        if len(out) == k:
+            break
+        if d.colour not in colours and d not in taken:
+            out.append(d)
+            colours.add(d.colour)
+    if len(out) < k:
+        raise GenerationError(f"fewer than {k} dishes of other colours than {sorted(colours)}")
+    return out
+
+
 def _dish_question(ctx: Ctx, context: str) -> Draft:
     """WCVQA dish-name twins. ``context``: "" (none), "helpful" (true region) or "misleading".
 
-    Without context the five options are drawn first (with probability closeness the four
-    dishes of one region plus one other, else five at random) and the gold among them. With a
-    helpful context the distractors come mostly from other regions (one same-region dish with
-    probability closeness); with a misleading one, two come from the region the context names
-    and two from the gold's own region (so avoiding the named region is no shortcut).
+    The five options' main colours always differ, so the main part's colour names the dish.
+    Without context the options are drawn first (with probability closeness the four dishes of
+    one region, which share the main shape and layout and differ only in that colour, plus one
+    other; else five at random) and the gold among them. With a helpful context the distractors
+    come mostly from other regions (one same-region dish with probability closeness); with a
+    misleading one, two come from the region the context names and two from the gold's own
+    region (so avoiding the named region is no shortcut).
     """
     rng = ctx.rng
     line = ""
     if context == "":
-        regions = [[d for d in DISHES if d.region == r] for r in REGIONS] if ctx.near() else ()
-        chosen, pos = options_first(rng, DISHES, 5, regions)
+        if ctx.near():
+            region = pick(rng, REGIONS)
+            chosen = [d for d in DISHES if d.region == region]
+            chosen += _other_colours(rng, DISHES, 1, chosen)
+            chosen = shuffled(rng, chosen)
+        else:
+            chosen = _other_colours(rng, DISHES, 5, ())
+        pos = int(rng.integers(5))
         dish = chosen[pos]
         options = [d.name for d in chosen]
     else:
         dish = pick(rng, DISHES)
         same = [d for d in DISHES if d.region == dish.region and d is not dish]
         other = [d for d in DISHES if d.region != dish.region]
-        k = 1 if ctx.near() else 0
         if context == "helpful":
-            distractors = sample(rng, same, k) + sample(rng, other, 4 - k)
+            k = 1 if ctx.near() else 0
+            distractors = sample(rng, same, k)
+            distractors += _other_colours(rng, other, 4 - k, [dish, *distractors])
             line = _T["context"].format(region=dish.region)
         else:
-            wrong = pick(rng, [r for r in REGIONS if r != dish.region])
+            distractors = sample(rng, same, 2)
+            taken = {d.colour for d in (dish, *distractors)}
+            wrong = pick(
+                rng,
+                [
+                    r
+                    for r in REGIONS
+                    if r != dish.region
+                    and sum(d.colour not in taken for d in DISHES if d.region == r) >= 2
+                ],
+            )
             decoys = [d for d in DISHES if d.region == wrong]
-            distractors = sample(rng, decoys, 2) + sample(rng, same, 2)
+            distractors += _other_colours(rng, decoys, 2, [dish, *distractors])
             line = _T["context"].format(region=wrong)
         options, pos = insert_gold(rng, dish.name, [d.name for d in distractors])
     scene = Scene(dish_objects(ctx, dish), ctx.domain())
@@ -227,7 +280,8 @@ def dish_misleading(ctx: Ctx) -> Draft:
 
 
 def dish_region(ctx: Ctx) -> Draft:
-    """WCVQA-3 twin: which of the five regions the dish comes from (answer id 1-5)."""
+    """WCVQA-3 twin: which of the five regions the dish comes from (answer id 1-5); the main
+    part's shape and the layout tell the region."""
     rng = ctx.rng
     dish = pick(rng, DISHES)
     options = shuffled(rng, REGIONS)

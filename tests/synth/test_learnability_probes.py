@@ -70,13 +70,17 @@ def test_knob_overrides_replace_only_the_knobs_given(learnability) -> None:
     from drake.synth.knobs import DEFAULT_KNOBS
 
     default = DEFAULT_KNOBS["synth-quality-pair"]
-    none = argparse.Namespace(closeness=None, objects=None, degradation=None)
+    none = argparse.Namespace(closeness=None, objects=None, degradation=None, count=None)
     assert learnability.knobs_for("synth-quality-pair", none) == default
-    harder = argparse.Namespace(closeness=None, objects=None, degradation=1.0)
+    harder = argparse.Namespace(closeness=None, objects=None, degradation=1.0, count=None)
     got = learnability.knobs_for("synth-quality-pair", harder)
     assert got.degradation == 1.0 and default.degradation != 1.0
     assert (got.objects, got.closeness, got.count) == (default.objects, default.closeness,
                                                        default.count)
-    both = argparse.Namespace(closeness=0.0, objects=[1, 2], degradation=None)
+    both = argparse.Namespace(closeness=0.0, objects=[1, 2], degradation=None, count=None)
     got = learnability.knobs_for("synth-quality-pair", both)
     assert (got.closeness, got.objects, got.degradation) == (0.0, (1, 2), default.degradation)
+    counts = argparse.Namespace(closeness=None, objects=None, degradation=None, count=[1, 5])
+    got = learnability.knobs_for("synth-count-choice", counts)
+    assert got.count == (1, 5) != DEFAULT_KNOBS["synth-count-choice"].count
+    assert got.objects == DEFAULT_KNOBS["synth-count-choice"].objects

@@ -21,7 +21,7 @@ from drake.synth.knobs import Knobs
 from drake.synth.reasoning import FIGURES, HOI_RELATIONS, relation_objects
 from drake.synth.scene import CORNERS, POSITIONS, SHAPES, Obj, arrange
 from drake.synth.text import plural
-from drake.synth.vqa import DISHES, LAYOUTS
+from drake.synth.vqa import DISHES, LAYOUTS, REGION_SHAPES
 
 _SUMMARY = re.compile(
     r"^(?P<size>\w+) (?P<colour>\w+) (?P<fill>\w+) (?P<shape>\w+)@(?P<x>[\d.-]+),(?P<y>[\d.-]+)"
@@ -228,6 +228,23 @@ def test_dish_answer_ids_name_the_drawn_dish():
         line = re.search(rf"^{s['answer']}\. (.+)$", s["prompt"], re.M).group(1)
         assert line == regions[meta["dish"]]
     assert set(LAYOUTS) == set(regions.values())
+
+
+def test_dish_look_names_it():
+    """A dish's main part is large, in its region's shape, and its colour is the name's first
+    word; the four dishes of a region differ in it, and so do the five options of a question."""
+    for region in LAYOUTS:
+        colours = [d.colour for d in DISHES if d.region == region]
+        assert len(colours) == 4 and len(set(colours)) == 4, region
+    colour_of = {d.name: d.colour for d in DISHES}
+    for task_id in ("synth-dish-name", "synth-dish-context", "synth-dish-misleading"):
+        for s, meta in _samples(task_id, 30):
+            names = re.findall(r"^\d\. (.+)$", s["prompt"], re.M)
+            assert len(names) == 5 and len({colour_of[n] for n in names}) == 5, s["prompt"]
+            assert all(n.split()[0] == colour_of[n] for n in names)
+            dish = next(d for d in DISHES if d.name == meta["dish"])
+            main = [o for o in _objects(meta["scenes"][0]) if o.size == "large"]
+            assert [(o.shape, o.colour) for o in main] == [(REGION_SHAPES[dish.region], dish.colour)]
 
 
 def test_edit_direction_gold():
