@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -236,6 +237,12 @@ def test_dish_look_names_it():
     for region in LAYOUTS:
         colours = [d.colour for d in DISHES if d.region == region]
         assert len(colours) == 4 and len(set(colours)) == 4, region
+    for dish in DISHES:  # a misleading context always finds a region with two decoy colours
+        same = [d for d in DISHES if d.region == dish.region and d is not dish]
+        for pair in itertools.combinations(same, 2):
+            taken = {d.colour for d in (dish, *pair)}
+            assert any(sum(d.colour not in taken for d in DISHES if d.region == r) >= 2
+                       for r in LAYOUTS if r != dish.region), (dish.name, pair)
     colour_of = {d.name: d.colour for d in DISHES}
     for task_id in ("synth-dish-name", "synth-dish-context", "synth-dish-misleading"):
         for s, meta in _samples(task_id, 30):
