@@ -150,21 +150,19 @@ def two_hop_probe(split: str, count: int, seed: int) -> list[dict]:
 
 
 PROBES = {LOOKUP_PROBE: lookup_probe, COPY_PROBE: option_probe, TWO_HOP_PROBE: two_hop_probe}
+#: The knob overrides, named as the :class:`~drake.synth.knobs.Knobs` fields they replace.
+KNOB_FLAGS = ("closeness", "objects", "degradation", "count")
+#: Flags added after the calibration was first recorded: in its settings only when given.
+LATER_FLAGS = ("degradation", "count")
 
 
 def knobs_for(task: str, args: argparse.Namespace):
     from drake.synth.knobs import DEFAULT_KNOBS
 
-    knobs = DEFAULT_KNOBS[task]
-    if args.closeness is not None:
-        knobs = dataclasses.replace(knobs, closeness=args.closeness)
-    if args.objects is not None:
-        knobs = dataclasses.replace(knobs, objects=tuple(args.objects))
-    if args.degradation is not None:
-        knobs = dataclasses.replace(knobs, degradation=args.degradation)
-    if args.count is not None:
-        knobs = dataclasses.replace(knobs, count=tuple(args.count))
-    return knobs
+    given = {name: getattr(args, name) for name in KNOB_FLAGS}
+    return dataclasses.replace(DEFAULT_KNOBS[task], **{
+        name: tuple(value) if isinstance(value, list) else value
+        for name, value in given.items() if value is not None})
 
 
 def measure(task: str, args: argparse.Namespace) -> dict | None:
@@ -276,10 +274,9 @@ def main() -> None:
                                                                     "model_cache")}
         if args.device == "cpu":  # the recorded calibration's device, implied
             del settings["device"]
-        if args.degradation is None:  # no override: recorded only when given (a later flag)
-            del settings["degradation"]
-        if args.count is None:  # likewise
-            del settings["count"]
+        for name in LATER_FLAGS:
+            if settings[name] is None:
+                del settings[name]
         path = Path(args.json)
         if args.tasks and path.exists():  # re-measured tasks replace their rows
             old = json.loads(path.read_text())

@@ -208,6 +208,11 @@ def _other_colours(rng, pool: Sequence[Dish], k: int, taken: Sequence[Dish]) -> 
     return out
 
 
+def _free(region: str, colours: set[str]) -> int:
+    """How many of ``region``'s dishes have a main colour outside ``colours``."""
+    return sum(d.colour not in colours for d in DISHES if d.region == region)
+
+
 def _dish_question(ctx: Ctx, context: str) -> Draft:
     """WCVQA dish-name twins. ``context``: "" (none), "helpful" (true region) or "misleading".
 
@@ -244,15 +249,7 @@ def _dish_question(ctx: Ctx, context: str) -> Draft:
         else:
             distractors = sample(rng, same, 2)
             taken = {d.colour for d in (dish, *distractors)}
-            wrong = pick(
-                rng,
-                [
-                    r
-                    for r in REGIONS
-                    if r != dish.region
-                    and sum(d.colour not in taken for d in DISHES if d.region == r) >= 2
-                ],
-            )
+            wrong = pick(rng, [r for r in REGIONS if r != dish.region and _free(r, taken) >= 2])
             decoys = [d for d in DISHES if d.region == wrong]
             distractors += _other_colours(rng, decoys, 2, [dish, *distractors])
             line = _T["context"].format(region=wrong)
