@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from lora_probe import accuracy, lora_bundle, open_scores, train
+from lora_probe import accuracy, hits, lora_bundle, open_scores, train
 
 from drake.workers import exit_with_parent
 
@@ -165,6 +165,23 @@ def knobs_for(task: str, args: argparse.Namespace):
         for name, value in given.items() if value is not None})
 
 
+def group_of(sample: dict, key: str, words: int) -> str:
+    """A sample's group for ``--by``: its ``meta[key]`` (a list joined by ``+``), cut to its
+    first ``words`` words when ``words`` > 0."""
+    value = json.loads(sample["meta"]).get(key)
+    text = "+".join(map(str, value)) if isinstance(value, list) else str(value)
+    return " ".join(text.split()[:words]) if words > 0 else text
+
+
+def by_group(samples: list[dict], right: list[bool], key: str, words: int
+             ) -> dict[str, list[float]]:
+    """Per group (:func:`group_of`): [accuracy in percent, sample count]."""
+    groups: dict[str, list[bool]] = {}
+    for sample, hit in zip(samples, right):
+        groups.setdefault(group_of(sample, key, words), []).append(hit)
+    return {g: [round(100.0 * float(np.mean(v)), 1), len(v)] for g, v in sorted(groups.items())}
+
+
 def measure(task: str, args: argparse.Namespace) -> dict | None:
     """Train a fresh LoRA on ``task`` and return its curve: option-likelihood accuracy for a
     multiple-choice task; token F1 (``curve``) and exact match (``exact``) of greedy answers for
@@ -204,6 +221,8 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
                    lr=args.lr, seed=args.seed, every=args.every, on_eval=score)
     extra = {} if exact is None else {"metric": "token_f1",
                                       "exact": [round(a, 2) for a in exact]}
+    if args.by and chance is not None:
+        extra["by"] = by_group(test, hits(bundle, test), args.by, args.by_words)
     return {**extra, "chance": chance, "curve": [round(a, 2) for a in curve],
             "knobs": dataclasses.asdict(knobs) if knobs else None,
             "train_loss": [round(float(np.mean(losses[:20])), 4),
@@ -243,6 +262,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu",
                         help="where the LoRA trains (cuda where there is one; a table measured "
                         "off the CPU names its device in its settings)")
+    parser.add_argument("--by", default=None, metavar="KEY",
+                        help="also print the final accuracy per value of the samples' meta[KEY] "
+                        "(family, changed, modification, ...); not recorded by --json")
+    parser.add_argument("--by-words", type=int, default=0, metavar="N",
+                        help="with --by, group by the value's first N words")
     parser.add_argument("--json", default=None, help="write the table here")
     args = parser.parse_args()
     from drake.registry import get_benchmark
@@ -265,13 +289,15 @@ def main() -> None:
                 continue
             print(f"{task:<24} chance {row['chance']:5.1f}  acc "
                   + " ".join(f"{a:5.1f}" for a in row["curve"]) + loss, flush=True)
+            for group, (acc, n) in row.pop("by", {}).items():
+                print(f"    {args.by} {group}: {acc:5.1f}% of {n}", flush=True)
     final = [r["curve"][-1] - r["chance"] for r in table.values() if r["chance"] is not None]
     print(f"mean gain over chance after {args.steps} steps: {np.mean(final):+.1f} points; "
           f"{sum(g >= 15 for g in final)} of {len(final)} multiple-choice tasks gain 15 points "
           f"or more ({sum(g >= 10 for g in final)} gain 10 or more)")
     if args.json:
-        settings = {k: v for k, v in vars(args).items() if k not in ("json", "jobs", "tasks",
-                                                                    "model_cache")}
+        settings = {k: v for k, v in vars(args).items()
+                    if k not in ("json", "jobs", "tasks", "model_cache", "by", "by_words")}
         if args.device == "cpu":  # the recorded calibration's device, implied
             del settings["device"]
         for name in LATER_FLAGS:

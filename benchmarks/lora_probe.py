@@ -16,16 +16,21 @@ import numpy as np
 import torch
 
 
-def accuracy(bundle, samples: Sequence[dict[str, Any]], batch: int = 32) -> float:
-    """Percent of multiple-choice ``samples`` whose gold option has the highest likelihood."""
-    right = 0
+def hits(bundle, samples: Sequence[dict[str, Any]], batch: int = 32) -> list[bool]:
+    """Whether each multiple-choice sample's gold option has the highest likelihood."""
+    out: list[bool] = []
     bundle.model.eval()
     with torch.no_grad():
         for i in range(0, len(samples), batch):
             part = samples[i:i + batch]
-            for s, ll in zip(part, bundle.choice_logliks(part)):
-                right += s["choices"][int(np.argmax(ll))] == s["answer"]
-    return 100.0 * right / len(samples)
+            out += [s["choices"][int(np.argmax(ll))] == s["answer"]
+                    for s, ll in zip(part, bundle.choice_logliks(part))]
+    return out
+
+
+def accuracy(bundle, samples: Sequence[dict[str, Any]], batch: int = 32) -> float:
+    """Percent of multiple-choice ``samples`` whose gold option has the highest likelihood."""
+    return 100.0 * sum(hits(bundle, samples, batch)) / len(samples)
 
 
 def open_scores(bundle, samples: Sequence[dict[str, Any]], batch: int = 32

@@ -84,3 +84,18 @@ def test_knob_overrides_replace_only_the_knobs_given(learnability) -> None:
     got = learnability.knobs_for("synth-count-choice", counts)
     assert got.count == (1, 5) != DEFAULT_KNOBS["synth-count-choice"].count
     assert got.objects == DEFAULT_KNOBS["synth-count-choice"].objects
+
+
+def test_by_groups_samples_by_their_meta(learnability) -> None:
+    import json
+
+    samples = [{"meta": json.dumps(meta)} for meta in (
+        {"changed": ["colour", "fill"]}, {"changed": ["colour"]}, {"changed": ["colour"]},
+        {"modification": "make the red star blue"}, {"modification": "move the star"})]
+    assert learnability.group_of(samples[0], "changed", 0) == "colour+fill"
+    assert learnability.group_of(samples[3], "modification", 1) == "make"
+    assert learnability.group_of(samples[3], "family", 0) == "None"
+    got = learnability.by_group(samples[:3], [True, True, False], "changed", 0)
+    assert got == {"colour": [50.0, 2], "colour+fill": [100.0, 1]}
+    got = learnability.by_group(samples[3:], [False, True], "modification", 1)
+    assert got == {"make": [0.0, 1], "move": [100.0, 1]}
