@@ -38,6 +38,7 @@ from drake.synth.scene import (
     FILLS,
     NEAR_COLOURS,
     NEAR_SHAPES,
+    RADIUS,
     SHAPES,
     Obj,
     Scene,
@@ -234,7 +235,12 @@ def pair_statement(ctx: Ctx) -> Draft:
     return Draft(scenes, prompt, TRUE_FALSE[0] if truth else TRUE_FALSE[1], TRUE_FALSE, meta=meta)
 
 
-def _garment(rng, shape: str, colour: str, fill: str) -> Obj:
+#: Radius of a garment that fills its picture (Fashion200K's dominant colour).
+GARMENT_RADIUS = 0.24
+
+
+def _garment(rng, shape: str, colour: str, fill: str, radius: float = GARMENT_RADIUS) -> Obj:
+    """One item in the picture's centre (``radius`` times a factor in [0.92, 1.08])."""
     return Obj(
         shape,
         colour,
@@ -242,7 +248,7 @@ def _garment(rng, shape: str, colour: str, fill: str) -> Obj:
         fill,
         x=0.5 + float(rng.uniform(-0.05, 0.05)),
         y=0.5 + float(rng.uniform(-0.05, 0.05)),
-        r=0.24 * float(rng.uniform(0.92, 1.08)),
+        r=radius * float(rng.uniform(0.92, 1.08)),
     )
 
 
@@ -259,7 +265,10 @@ def query_reference(ctx: Ctx) -> Draft:
     The reference item differs from the query in one or two of colour, fill and shape; the
     description lists the query's new values. A false description swaps one of them for a value
     neither image has (a neighbouring hue or look-alike shape with probability closeness), so
-    true and false descriptions are alike in length and wording.
+    true and false descriptions are alike in length and wording. Both items have the size of a
+    large shape in any scene: drawn to fill the picture (:data:`GARMENT_RADIUS`), their shape
+    and fill were not read (claims about them stayed at chance under a client's LoRA; the
+    dataset card, *Items at the size the tower reads*).
     """
     rng = ctx.rng
     shape, colour, fill = pick(rng, SHAPES), pick(rng, COLOURS), pick(rng, FILLS)
@@ -286,8 +295,8 @@ def query_reference(ctx: Ctx) -> Draft:
             parts.append(_T["desc_" + attr].format(**{attr: value}))
     description = join_and(shuffled(rng, parts))
     domain = ctx.domain()
-    query_item = _garment(rng, q["shape"], q["colour"], q["fill"])
-    ref_item = _garment(rng, ref["shape"], ref["colour"], ref["fill"])
+    query_item = _garment(rng, q["shape"], q["colour"], q["fill"], RADIUS["large"])
+    ref_item = _garment(rng, ref["shape"], ref["colour"], ref["fill"], RADIUS["large"])
     scenes = [
         Scene((query_item, *_accessories(ctx, query_item)), domain),
         Scene((ref_item, *_accessories(ctx, ref_item)), domain),

@@ -199,6 +199,28 @@ def _relation_of(objs: list[Obj]) -> str:
     return "left of" if dx < 0 else "right of"
 
 
+def test_query_reference_description_and_item_size():
+    """Gold: every claimed value is the query item's and none is the reference item's. Both
+    items have a large shape's radius (drawn larger, their shape and fill were not read)."""
+    from drake.synth.relation import query_reference
+    from drake.synth.scene import COLOURS, FILLS, RADIUS
+
+    kind = {**{c: "colour" for c in COLOURS}, **{f: "fill" for f in FILLS},
+            **{s: "shape" for s in SHAPES}}
+    for s, meta in _samples("synth-query-reference"):
+        query, ref = (_objects(sc)[0] for sc in meta["scenes"])
+        claims = [re.sub(r"^is (an? )?", "", part)
+                  for part in re.split(r", and |, | and ", meta["description"])]
+        assert sorted(kind[c] for c in claims) == sorted(meta["changed"])
+        holds = all(getattr(query, kind[c]) == c != getattr(ref, kind[c]) for c in claims)
+        assert holds == _truth(s), meta["description"]
+    for k in range(20):
+        ctx = Ctx(np.random.default_rng(k), Knobs(objects=(1, 2)), ("plain",))
+        for scene in query_reference(ctx).scenes:
+            item = scene.objects[0]
+            assert 0.92 * RADIUS["large"] <= item.r <= 1.08 * RADIUS["large"]
+
+
 def test_relation_layouts_are_recognisable():
     for k, rel in enumerate(HOI_RELATIONS * 10):
         objs = list(relation_objects(np.random.default_rng(k), rel))
