@@ -214,20 +214,25 @@ def transfer_table(spec: BenchmarkSpec, path: Path = TRANSFER_FILE) -> str:
 #: What the knowledge-sharing table above says (issue #13). Re-measure when the weights change.
 TRANSFER_PROSE = """\
 Issue #13 asks that the others' data lift at least 6 of the 10 clients by 5 points; at the
-current task designs it lifts two (client 3, `synth-state` and `synth-answerable` among its
-tasks, +8.0; client 8, +8.0 from an untrained score 5.5 points under chance), while each score
-on 150 to 200 test samples carries a standard error of about 3.5 points. Before the dishes'
-redesign it lifted one (client 8, +7.3), with mean gains of +0.3 points from the others' data
-and +6.8 from a client's own; now +1.8 and +8.4. A client's own data helps most where its
+current task designs it lifts three (client 3, `synth-state` and `synth-answerable` among its
+tasks, +12.0; client 8, +5.3 from an untrained score 5.5 points under chance; client 4, +5.0),
+while each score on 150 to 200 test samples carries a standard error of about 3.5 points.
+Before the dishes' redesign it lifted one (client 8, +7.3), with mean gains of +0.3 points from
+the others' data and +6.8 from a client's own; after it two, with +1.8 and +8.4; now +1.5 and
++7.6. Only client 0's tasks changed last (`synth-query-reference`'s items at a large shape's
+size, `synth-colour-count` counting one to four): untrained it scores 50.5% (44.0 before), its
+own data adds 1.5 points, though each of the two tasks alone gains 26 points and more in the
+calibration, and the others' data 1.0; the other clients' (a) and (b) are unchanged, and their
+(c) moves by up to 5 points with the pooled data. A client's own data helps most where its
 tasks are learnable (client 3 +27.0, client 7 +13.0, client 9 +12.0), but what the clients'
 tasks share (the look-up, the option labels, the quality, counting and dish families) carries
 from one task to another only in part: the pooled data of nine clients gives each of its 36
-tasks a 36th of the steps, and client 6 (`synth-dish-name`) loses 5.3 points though clients 8 and 9
-hold the other dish tasks. More steps do not bring it: at four times them for the three dish
-clients (`python benchmarks/transfer.py --clients 6 8 9 --steps 1600`), a client's own data
-gives +8.0, +24.0 and +15.0 points over no training and the others' data -9.3, -2.7 and -3.5.
-Until it carries, drake-synth's Others scores measure format learning and noise more than
-knowledge sharing.
+tasks a 36th of the steps, and client 6 (`synth-dish-name`) loses 4.7 points though clients 8
+and 9 hold the other dish tasks. More steps did not bring it: at four times them for the three
+dish clients (`python benchmarks/transfer.py --clients 6 8 9 --steps 1600`, before client 0's
+change), a client's own data gave +8.0, +24.0 and +15.0 points over no training and the
+others' data -9.3, -2.7 and -3.5. Until it carries, drake-synth's Others scores measure format
+learning and noise more than knowledge sharing.
 """
 
 
@@ -782,9 +787,9 @@ and their true/false rules are as before. Then the descriptions without a colour
 the picture: its statements are about their colour (72.5% at the large shape's radius, 76.0%
 as it is). `synth-colour-count` counts one to four objects of a named colour across its three
 pictures (the `count` knob was 1 to 6): 59.0% (40.0 before; `--seed 1` and `--seed 2` give
-58.0 and 52.0, and at counts 1 to 5 52.0, 39.5 and 44.5). Tried and left out, as none reached
-+15 (trials outside the package): the Bongard-HOI twins' two shapes in neighbouring cells of
-the grid, at the two radii (`synth-common-relation` 22.5%, `-odd-relation` 22.5,
+58.0 and 52.0, and at counts 1 to 5 52.0, 39.5 and 44.5). Tried outside the package and left
+out, as none reached 15 points over chance: the Bongard-HOI twins' two shapes in neighbouring
+cells of the grid, at the two radii (`synth-common-relation` 22.5%, `-odd-relation` 22.5,
 `-relation-query` 51.0); `synth-count-choice` on the 3 x 3 grid whenever its objects fit (its
 4 x 4 grid draws smaller shapes): 38.3% at its knobs and 41.7% with counts 1 to 5 (chance
 32.5; 300 held-out samples). With the same 300, per family or kind, `synth-bar-chart` reads
