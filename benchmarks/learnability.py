@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from lora_probe import accuracy, hits, lora_bundle, open_scores, train
+from lora_probe import hits, lora_bundle, open_scores, train
 
 from drake.workers import exit_with_parent
 
@@ -204,10 +204,12 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
     if test[0]["choices"]:
         chance: float | None = round(100.0 * float(np.mean([1 / len(s["choices"])
                                                             for s in test])), 2)
-        curve, exact = [accuracy(bundle, test)], None
+        last = hits(bundle, test)  # the latest scored point's outcomes, for --by
+        curve, exact = [100.0 * sum(last) / len(test)], None
 
         def score(step: int) -> None:
-            curve.append(accuracy(bundle, test))
+            last[:] = hits(bundle, test)
+            curve.append(100.0 * sum(last) / len(test))
     else:
         chance, (f1, em) = None, open_scores(bundle, test)
         curve, exact = [f1], [em]
@@ -222,7 +224,7 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
     extra = {} if exact is None else {"metric": "token_f1",
                                       "exact": [round(a, 2) for a in exact]}
     if args.by and chance is not None:
-        extra["by"] = by_group(test, hits(bundle, test), args.by, args.by_words)
+        extra["by"] = by_group(test, last, args.by, args.by_words)
     return {**extra, "chance": chance, "curve": [round(a, 2) for a in curve],
             "knobs": dataclasses.asdict(knobs) if knobs else None,
             "train_loss": [round(float(np.mean(losses[:20])), 4),

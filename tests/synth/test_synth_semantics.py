@@ -20,7 +20,8 @@ from drake.synth.common import (
 )
 from drake.synth.knobs import Knobs
 from drake.synth.reasoning import FIGURES, HOI_RELATIONS, relation_objects
-from drake.synth.scene import CORNERS, POSITIONS, SHAPES, Obj, arrange
+from drake.synth.relation import query_reference
+from drake.synth.scene import COLOURS, CORNERS, FILLS, POSITIONS, RADIUS, SHAPES, Obj, arrange
 from drake.synth.text import plural
 from drake.synth.vqa import DISHES, LAYOUTS, REGION_SHAPES
 
@@ -202,9 +203,6 @@ def _relation_of(objs: list[Obj]) -> str:
 def test_query_reference_description_and_item_size():
     """Gold: every claimed value is the query item's and none is the reference item's. Both
     items have a large shape's radius (drawn larger, their shape and fill were not read)."""
-    from drake.synth.relation import query_reference
-    from drake.synth.scene import COLOURS, FILLS, RADIUS
-
     kind = {**{c: "colour" for c in COLOURS}, **{f: "fill" for f in FILLS},
             **{s: "shape" for s in SHAPES}}
     for s, meta in _samples("synth-query-reference"):
