@@ -31,14 +31,13 @@ import inspect
 import json
 import os
 import platform
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import one_commit
+from drake_child import log_of, run_drake
 
 METHODS = ["clip-zeroshot", "promptfl", "fedpgp", "fedotp", "pfedmoap", "clip-adapter",
            "clip-lora", "pfedmma"]
@@ -80,7 +79,7 @@ def learning_rates(args) -> dict[str, float]:
 
 def command(args, method: str, scenario: str, seed: int, out: Path, data: str, lr: float
             ) -> list[str]:
-    cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", data,
+    cmd = ["eval", "--method", method, "--data", data,
            "--scenario", scenario, "--seed", str(seed), "--rounds", str(args.rounds),
            "--local-steps", str(args.local_steps), "--batch-size", str(args.batch_size),
            "--lr", f"{lr:g}", "--eval-per-task", str(args.eval_per_task),
@@ -105,8 +104,7 @@ def run(args, method: str, scenario: str, seed: int, lr: float | None = None) ->
     results = out / "results.json"
     if not results.exists():
         start = time.perf_counter()
-        subprocess.run(command(args, method, scenario, seed, out, data, lr), check=True,
-                       stdout=subprocess.DEVNULL)
+        run_drake(command(args, method, scenario, seed, out, data, lr), log_of(out))
         (out / "wall_s.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
     result = json.loads(results.read_text())
     args.used.append((str(out), result))

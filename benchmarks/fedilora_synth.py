@@ -24,12 +24,11 @@ import argparse
 import itertools
 import json
 import statistics
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import one_commit
+from drake_child import log_of, run_drake
 
 #: Row name -> (method, hyper-parameters): FediLoRA's Tab. 1 methods, then its ablations
 #: (no editing, editing B or both instead of A, replacing or halving instead of Eq. 8).
@@ -66,16 +65,8 @@ def run_one(args: argparse.Namespace, row: str, rate: float, seed: int) -> Path:
         cmd += [x for k, v in hp.items() for x in ("--hp", f"{k}={v}")]
         if args.model_cache:
             cmd += ["--model-cache", args.model_cache]
-        drake(cmd)
+        run_drake(cmd, log_of(out))
     return out
-
-
-def drake(argv: list[str]) -> None:
-    """Run ``drake ARGV...`` in a fresh process; its error output ends the script."""
-    cmd = [sys.executable, "-m", "drake.cli", *argv]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
 
 
 def views_of(out: Path) -> dict[str, dict]:
@@ -161,10 +152,11 @@ def submit(args: argparse.Namespace, outs: dict[tuple[str, float, int], Path]) -
         names = sorted(p.name for p in outs[(row, rate, args.seeds[0])].glob("results*.json"))
         for name in names:
             files = [str(outs[(row, rate, s)] / name) for s in args.seeds]
-            drake(["leaderboard", "submit", files[0], "--leaderboard", args.leaderboard,
-                   "--data", str(Path(args.data).parent), "--submitter", args.submitter,
-                   "--link", args.link, "--replace", *(["--seeds", *files[1:]]
-                                                       if len(files) > 1 else [])])
+            run_drake(["leaderboard", "submit", files[0], "--leaderboard", args.leaderboard,
+                       "--data", str(Path(args.data).parent), "--submitter", args.submitter,
+                       "--link", args.link, "--replace", *(["--seeds", *files[1:]]
+                                                           if len(files) > 1 else [])],
+                      Path(args.out) / "leaderboard-submit.log")
             submitted += 1
     print(f"submitted {submitted} entries (each with its seeds) to {args.leaderboard}")
 

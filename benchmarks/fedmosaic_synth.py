@@ -21,12 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import one_commit
+from drake_child import log_of, run_drake
 
 #: FedMosaic's Tab. 2 methods (FedIT is ``fedavg``)
 METHODS = ("sft", "ditto", "fedsim", "fedavg", "takfl", "perada", "feddat", "feddpa", "fedmkt",
@@ -40,7 +39,7 @@ def run_dir(args, method: str, seed: int) -> Path:
 def run_one(args, method: str, seed: int) -> dict:
     out = run_dir(args, method, seed)
     if not (out / "results.json").exists():
-        cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
+        cmd = ["eval", "--method", method, "--data", args.data,
                "--benchmark", "drake-synth", "--scenario", "dynamic", "--rounds",
                str(args.rounds), "--seed", str(seed), "--eval-every", str(args.eval_every),
                "--eval-per-task", str(args.eval_per_task), "--compute-budget",
@@ -51,10 +50,7 @@ def run_one(args, method: str, seed: int) -> dict:
         if args.fast_adapt:
             cmd += ["--fast-adapt", str(args.fast_adapt), "--fast-adapt-every",
                     str(args.fast_adapt_every)]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(f"{method} seed {seed} failed ({' '.join(cmd)}):\n"
-                             f"{done.stderr[-3000:]}")
+        run_drake(cmd, log_of(out))
     return json.loads((out / "results.json").read_text())
 
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import one_commit
+from drake_child import log_of, run_drake
 
 #: (row label, method, post-training): TAP's Tab. 1-3 rows; Local is ``sft``
 ROWS = (("Local", "sft", False), ("FedAvg", "tap-fedavg", False),
@@ -53,7 +52,7 @@ def run_one(args, backbone: str, method: str, post: bool, seed: int) -> dict[str
     """One run's results per view (``<backbone>-<TAP task>``)."""
     out = run_dir(args, backbone, method, post, seed)
     if not (out / "results.json").exists():
-        cmd = [sys.executable, "-m", "drake.cli", "eval", "--method", method, "--data", args.data,
+        cmd = ["eval", "--method", method, "--data", args.data,
                "--benchmark", "tap-synth", "--scenario", f"{backbone}-30", "--model",
                MODELS[backbone], "--rounds", str(args.rounds), "--local-steps",
                str(args.local_steps), "--frac", str(args.frac), "--eval-every",
@@ -62,10 +61,7 @@ def run_one(args, backbone: str, method: str, post: bool, seed: int) -> dict[str
         if method != "sft":
             cmd += ["--hp", f"post_steps={args.post_steps if post else 0}"]
         started = time.time()
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(f"{backbone} {method} post={post} seed {seed} failed "
-                             f"({' '.join(cmd)}):\n{done.stderr[-3000:]}")
+        run_drake(cmd, log_of(out))
         (out / "wall.json").write_text(json.dumps({"seconds": time.time() - started}))
     views = {}
     for path in sorted(out.glob("results*.json")):
