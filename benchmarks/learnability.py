@@ -19,7 +19,8 @@ With ``--tasks``, an existing ``--json`` file measured with the same settings ke
 rows, so a re-calibrated task can be re-measured alone.
 
 ``--tasks probe-colour-lookup`` measures the smallest text-conditioned look-up instead (see
-:data:`LOOKUP_PROBE`), and ``--tasks probe-option-copy`` the language model's option indirection
+:data:`LOOKUP_PROBE`), ``--tasks probe-where-lookup`` the same look-up of a position
+(:data:`WHERE_PROBE`), ``--tasks probe-option-copy`` the language model's option indirection
 alone, without pictures (:data:`COPY_PROBE`), and ``--tasks probe-text-two-hop`` the look-up and
 the option indirection composed, both in text (:data:`TWO_HOP_PROBE`); ``--full`` trains every
 weight, to tell capacity from the LoRA setup.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -69,6 +71,35 @@ def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
         out.append({**sample, "choices": ["Yes", "No"], "answer": "Yes" if truth else "No",
                     "prompt": f"<image>\nIs the {shape} {colour}?\nChoice list:[Yes, No]. "
                               "Your answer is:"})
+    return out
+
+
+WHERE_PROBE = "probe-where-lookup"
+"""Not a drake-synth task: :data:`LOOKUP_PROBE` with a position for the colour. Public pictures of
+one to five shapes (distinct shapes and colours) asked "Is the <colour> <shape> at the
+<position>?" (Yes/No; one of the nine grid positions), the object's own position or another one
+with equal odds. It is the smallest position look-up, which the spatial client tasks compose
+(two of them, then a comparison)."""
+
+
+def where_probe(split: str, count: int, seed: int) -> list[dict]:
+    from drake.synth.catalog import generate_sample
+    from drake.synth.scene import POSITIONS
+
+    rng = np.random.default_rng([seed, 8])
+    out, index = [], 0
+    while len(out) < count:
+        sample = generate_sample("synth-public-open", split, index, seed)
+        index += 1
+        if json.loads(sample["meta"])["family"] != "where":
+            continue
+        named = re.search(r"where the (\w+ \w+) sits\.", sample["prompt"]).group(1)
+        truth = bool(rng.random() < 0.5)
+        position = sample["answer"] if truth else str(
+            rng.choice([p for p in POSITIONS if p != sample["answer"]]))
+        out.append({**sample, "choices": ["Yes", "No"], "answer": "Yes" if truth else "No",
+                    "prompt": f"<image>\nIs the {named} at the {position}?\n"
+                              "Choice list:[Yes, No]. Your answer is:"})
     return out
 
 
@@ -149,7 +180,8 @@ def two_hop_probe(split: str, count: int, seed: int) -> list[dict]:
     return out
 
 
-PROBES = {LOOKUP_PROBE: lookup_probe, COPY_PROBE: option_probe, TWO_HOP_PROBE: two_hop_probe}
+PROBES = {LOOKUP_PROBE: lookup_probe, WHERE_PROBE: where_probe, COPY_PROBE: option_probe,
+          TWO_HOP_PROBE: two_hop_probe}
 #: The knob overrides, named as the :class:`~drake.synth.knobs.Knobs` fields they replace.
 KNOB_FLAGS = ("closeness", "objects", "degradation", "count")
 #: Flags added after the calibration was first recorded: in its settings only when given.

@@ -42,6 +42,25 @@ def hub_snapshot():
     return hub_snapshot_folder
 
 
+class SimulatedCrash(Exception):
+    """Raised by the callbacks of :func:`crash_at`: a pretraining run killed mid-stage."""
+
+
+@pytest.fixture(scope="session")
+def crash_at():
+    """``crash_at(step)``: a pretraining ``progress`` callback that raises
+    :class:`SimulatedCrash` once step ``step`` is done, as a run killed there would stop;
+    ``crash_at.error`` is that class, for ``pytest.raises``."""
+    def make(step: int):
+        def progress(done: int, total: int, loss: float) -> None:
+            if done == step:
+                raise SimulatedCrash(f"killed after step {done}")
+        return progress
+
+    make.error = SimulatedCrash
+    return make
+
+
 @pytest.fixture()
 def offline_hub(tmp_path, monkeypatch):
     """An empty Hub cache under ``tmp_path`` with ``HF_HUB_OFFLINE=1``."""

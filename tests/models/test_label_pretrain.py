@@ -227,22 +227,15 @@ def test_the_value_read_out_changes_the_step_only_when_weighed(stage3_root, tmp_
     assert report["value_weight"] == 0.0
 
 
-class _Crash(Exception):
-    pass
-
-
-def test_a_stopped_stage_resumes_only_with_its_value_weight(stage3_root, tmp_path):
+def test_a_stopped_stage_resumes_only_with_its_value_weight(stage3_root, tmp_path, crash_at):
     budget = {**LABEL, "steps": 4, "checkpoint_every": 2, "value_weight": 1.0}
     whole = pretrain_label("tiny-llava-llama",
                            out_dir=shutil.copytree(stage3_root, tmp_path / "w"), **budget)
     root = shutil.copytree(stage3_root, tmp_path / "r")
 
-    def crash(step: int, steps: int, loss: float) -> None:
-        if step == 3:
-            raise _Crash
 
-    with pytest.raises(_Crash):
-        pretrain_label("tiny-llava-llama", out_dir=root, progress=crash, **budget)
+    with pytest.raises(crash_at.error):
+        pretrain_label("tiny-llava-llama", out_dir=root, progress=crash_at(3), **budget)
     with pytest.raises(ValueError, match="value_weight 1.0 there, 0.5 now"):
         pretrain_label("tiny-llava-llama", out_dir=root, **{**budget, "value_weight": 0.5})
     again = pretrain_label("tiny-llava-llama", out_dir=root, **budget)

@@ -139,22 +139,15 @@ def test_the_stage_needs_stage_two_weights_and_good_arguments(tmp_path, stage2_r
         pretrain_lookup("tiny-clip", out_dir=stage2_root, **LOOKUP)
 
 
-class _Crash(Exception):
-    pass
-
-
-def test_a_stopped_stage_resumes_to_the_same_bytes(stage2_root, tmp_path):
+def test_a_stopped_stage_resumes_to_the_same_bytes(stage2_root, tmp_path, crash_at):
     budget = {**LOOKUP, "steps": 4, "checkpoint_every": 2}
     whole = pretrain_lookup("tiny-llava-llama", out_dir=_copy(stage2_root, tmp_path / "w"),
                             **budget)
     root = _copy(stage2_root, tmp_path / "r")
 
-    def crash(step: int, steps: int, loss: float) -> None:
-        if step == 3:
-            raise _Crash
 
-    with pytest.raises(_Crash):
-        pretrain_lookup("tiny-llava-llama", out_dir=root, progress=crash, **budget)
+    with pytest.raises(crash_at.error):
+        pretrain_lookup("tiny-llava-llama", out_dir=root, progress=crash_at(3), **budget)
     state = json.loads((root / ".tiny-llava-llama.lookup-resume" / "state.json").read_text())
     assert state["step"] == 2 and state["arguments"]["stage"] == "lookup"
     seen = []

@@ -424,27 +424,16 @@ def test_fresh_samples_pretrain_is_seeded_and_reports_its_draws(vision_root, tmp
                                                            ).read_bytes()
 
 
-class _Crash(Exception):
-    pass
-
-
-def _crash_at(step: int):
-    def progress(done: int, total: int, loss: float) -> None:
-        if done == step:
-            raise _Crash(f"killed after step {done}")
-    return progress
-
-
 @pytest.mark.parametrize("fresh", [False, True], ids=["pooled", "fresh"])
-def test_a_stopped_pretraining_resumes_to_the_same_bytes(vision_root, tmp_path, fresh):
+def test_a_stopped_pretraining_resumes_to_the_same_bytes(vision_root, tmp_path, fresh, crash_at):
     """Killed after step 5 of 6 (its last checkpoint at step 4), the run resumes there when
     called again and ends with the bytes, losses and accuracy of a run that never stopped."""
     budget = {**MICRO, "steps": 6, "fresh": fresh, "checkpoint_every": 2}
     whole = pretrain("tiny-llava-qwen", out_dir=_with_vision(vision_root, tmp_path / "w"), seed=1,
                      **budget)
     root = _with_vision(vision_root, tmp_path / "r")
-    with pytest.raises(_Crash):
-        pretrain("tiny-llava-qwen", out_dir=root, seed=1, progress=_crash_at(5), **budget)
+    with pytest.raises(crash_at.error):
+        pretrain("tiny-llava-qwen", out_dir=root, seed=1, progress=crash_at(5), **budget)
     resume = root / ".tiny-llava-qwen.resume"
     state = json.loads((resume / "state.json").read_text())
     assert state["step"] == 4 and len(state["losses"]) == 4
@@ -462,11 +451,11 @@ def test_a_stopped_pretraining_resumes_to_the_same_bytes(vision_root, tmp_path, 
     assert not resume.exists()  # a finished run leaves no checkpoint
 
 
-def test_a_stopped_vision_stage_resumes_to_the_same_bytes(vision_root, tmp_path):
+def test_a_stopped_vision_stage_resumes_to_the_same_bytes(vision_root, tmp_path, crash_at):
     """Stage 1 checkpoints too: killed after step 3 of 4 (checkpoint at step 2), it resumes
     there and writes the tower of the unbroken run (``vision_root``'s, the same arguments)."""
-    with pytest.raises(_Crash):
-        pretrain_vision(out_dir=tmp_path, seed=1, progress=_crash_at(3), checkpoint_every=2,
+    with pytest.raises(crash_at.error):
+        pretrain_vision(out_dir=tmp_path, seed=1, progress=crash_at(3), checkpoint_every=2,
                         **{**VISION, "steps": 4})
     state = json.loads((tmp_path / ".tiny-vision.resume" / "state.json").read_text())
     assert state["step"] == 2 and state["arguments"]["stage"] == "vision"
@@ -485,19 +474,19 @@ def test_a_stopped_vision_stage_resumes_to_the_same_bytes(vision_root, tmp_path)
     assert got == want
     assert not (tmp_path / ".tiny-vision.resume").exists()
     # another budget does not resume that checkpoint: it is refused, naming the difference
-    with pytest.raises(_Crash):
-        pretrain_vision(out_dir=tmp_path / "x", seed=1, progress=_crash_at(3),
+    with pytest.raises(crash_at.error):
+        pretrain_vision(out_dir=tmp_path / "x", seed=1, progress=crash_at(3),
                         checkpoint_every=2, **{**VISION, "steps": 4})
     with pytest.raises(ValueError, match=r"another pretraining run \(steps 4 there, 5 now\)"):
         pretrain_vision(out_dir=tmp_path / "x", seed=1, checkpoint_every=2,
                         **{**VISION, "steps": 5})
 
 
-def test_a_checkpoint_of_other_arguments_is_refused(vision_root, tmp_path):
+def test_a_checkpoint_of_other_arguments_is_refused(vision_root, tmp_path, crash_at):
     root = _with_vision(vision_root, tmp_path)
     budget = {**MICRO, "steps": 4, "checkpoint_every": 2}
-    with pytest.raises(_Crash):
-        pretrain("tiny-llava-llama", out_dir=root, seed=1, progress=_crash_at(3), **budget)
+    with pytest.raises(crash_at.error):
+        pretrain("tiny-llava-llama", out_dir=root, seed=1, progress=crash_at(3), **budget)
     folder = root / ".tiny-llava-llama.resume"
     with pytest.raises(ValueError, match=r"another pretraining run \(lr 0\.001 there, 0\.002 now\)"
                        r".*rerun with its arguments.*delete .*tiny-llava-llama\.resume"):

@@ -38,8 +38,30 @@ def test_probes_ask_no_client_question(learnability) -> None:
                        for i in range(3))
     assert "Which option is" not in prompts
     assert "The circle is" not in prompts and "The star is" not in prompts
-    assert set(learnability.PROBES) == {"probe-colour-lookup", "probe-option-copy",
-                                        "probe-text-two-hop"}
+    assert not re.search(r"Is the \w+ \w+ at the", prompts)
+    assert set(learnability.PROBES) == {"probe-colour-lookup", "probe-where-lookup",
+                                        "probe-option-copy", "probe-text-two-hop"}
+
+
+def test_where_probe_asks_whether_the_named_object_sits_at_a_position(learnability) -> None:
+    import json
+
+    from drake.synth.scene import POSITIONS, Scene
+
+    samples = learnability.where_probe("public", 120, seed=0)
+    assert samples == learnability.where_probe("public", 120, seed=0)
+    asked_positions = set()
+    for s in samples:
+        colour, shape, position = re.fullmatch(
+            r"<image>\nIs the (\w+) (\w+) at the ([\w ]+)\?\nChoice list:\[Yes, No\]\. "
+            r"Your answer is:", s["prompt"]).groups()
+        (scene,) = [Scene.from_summary(x) for x in json.loads(s["meta"])["scenes"]]
+        (obj,) = [o for o in scene.objects if (o.colour, o.shape) == (colour, shape)]
+        assert s["choices"] == ["Yes", "No"]
+        assert (s["answer"] == "Yes") == (POSITIONS[obj.cell()] == position)
+        asked_positions.add(position)
+    assert asked_positions == set(POSITIONS)
+    assert 40 <= sum(s["answer"] == "Yes" for s in samples) <= 80
 
 
 def test_two_hop_probe_answers_with_the_label_of_the_asked_shapes_colour(learnability) -> None:
