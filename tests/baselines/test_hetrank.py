@@ -269,10 +269,11 @@ def test_targets_restrict_the_zoo_s_lora_targets_to_the_named_maps():
     from drake.models.zoo import CLIP_LORA_REGEX, LLM_LINEAR_REGEX
 
     bundle = load_model("tiny-llava-qwen", pretrained=False)
-    qv = lora_module_names(add_lora(bundle.model, "a", r=2, alpha=4, target_regex=restrict_targets(
-        LLM_LINEAR_REGEX, ("v_proj", "q_proj"))), "a")
-    every = lora_module_names(add_lora(load_model("tiny-llava-qwen", pretrained=False).model, "a",
-                                       r=2, alpha=4), "a")
+    # (an adapter name inside peft's "lora_" prefix, such as "a", draws a peft warning)
+    qv = lora_module_names(add_lora(bundle.model, "qv", r=2, alpha=4, target_regex=restrict_targets(
+        LLM_LINEAR_REGEX, ("v_proj", "q_proj"))), "qv")
+    every = lora_module_names(add_lora(load_model("tiny-llava-qwen", pretrained=False).model,
+                                       "every", r=2, alpha=4), "every")
     assert set(qv) == {m for m in every if m.endswith((".q_proj", ".v_proj"))}
     assert len(qv) == 2 * bundle.model.config.text_config.num_hidden_layers < len(every)
     # a CLIP's zoo targets are its text tower's q and v already: restricting keeps them all
