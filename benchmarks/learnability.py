@@ -36,6 +36,7 @@ import dataclasses
 import json
 import re
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -53,25 +54,37 @@ is the smallest text-conditioned visual look-up (the question names what to find
 client statement task composes. A model that cannot learn it cannot learn those tasks."""
 
 
-def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
+def _yes_no_probe(split: str, count: int, seed: int, family: str, salt: int,
+                  values: Sequence[str], question: Callable[[dict, str], str]) -> list[dict]:
+    """The first ``count`` pictures of ``synth-public-open``'s ``family`` questions, each asked
+    the Yes/No ``question(sample, value)`` of its own answer (Yes) or, with equal odds, of
+    another of ``values`` (No), drawn by a generator of its own (``salt``)."""
     from drake.synth.catalog import generate_sample
-    from drake.synth.scene import COLOURS, SHAPES
 
-    rng = np.random.default_rng([seed, 7])
+    rng = np.random.default_rng([seed, salt])
     out, index = [], 0
     while len(out) < count:
         sample = generate_sample("synth-public-open", split, index, seed)
         index += 1
-        if json.loads(sample["meta"])["family"] != "colour":
+        if json.loads(sample["meta"])["family"] != family:
             continue
-        shape = next(s for s in SHAPES if f" the {s}." in sample["prompt"])
         truth = bool(rng.random() < 0.5)
-        colour = sample["answer"] if truth else str(
-            rng.choice([c for c in COLOURS if c != sample["answer"]]))
+        value = sample["answer"] if truth else str(
+            rng.choice([v for v in values if v != sample["answer"]]))
         out.append({**sample, "choices": ["Yes", "No"], "answer": "Yes" if truth else "No",
-                    "prompt": f"<image>\nIs the {shape} {colour}?\nChoice list:[Yes, No]. "
+                    "prompt": f"<image>\n{question(sample, value)}\nChoice list:[Yes, No]. "
                               "Your answer is:"})
     return out
+
+
+def lookup_probe(split: str, count: int, seed: int) -> list[dict]:
+    from drake.synth.scene import COLOURS, SHAPES
+
+    def question(sample: dict, colour: str) -> str:
+        shape = next(s for s in SHAPES if f" the {s}." in sample["prompt"])
+        return f"Is the {shape} {colour}?"
+
+    return _yes_no_probe(split, count, seed, "colour", 7, COLOURS, question)
 
 
 WHERE_PROBE = "probe-where-lookup"
@@ -83,24 +96,13 @@ with equal odds. It is the smallest position look-up, which the spatial client t
 
 
 def where_probe(split: str, count: int, seed: int) -> list[dict]:
-    from drake.synth.catalog import generate_sample
     from drake.synth.scene import POSITIONS
 
-    rng = np.random.default_rng([seed, 8])
-    out, index = [], 0
-    while len(out) < count:
-        sample = generate_sample("synth-public-open", split, index, seed)
-        index += 1
-        if json.loads(sample["meta"])["family"] != "where":
-            continue
+    def question(sample: dict, position: str) -> str:
         named = re.search(r"where the (\w+ \w+) sits\.", sample["prompt"]).group(1)
-        truth = bool(rng.random() < 0.5)
-        position = sample["answer"] if truth else str(
-            rng.choice([p for p in POSITIONS if p != sample["answer"]]))
-        out.append({**sample, "choices": ["Yes", "No"], "answer": "Yes" if truth else "No",
-                    "prompt": f"<image>\nIs the {named} at the {position}?\n"
-                              "Choice list:[Yes, No]. Your answer is:"})
-    return out
+        return f"Is the {named} at the {position}?"
+
+    return _yes_no_probe(split, count, seed, "where", 8, POSITIONS, question)
 
 
 COPY_PROBE = "probe-option-copy"

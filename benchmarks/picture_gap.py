@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -211,12 +211,18 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
+def probe_main(doc: str, tasks: Sequence[str], samples: int,
+               measure_task: Callable[[Any, str, int, int], dict[str, Any]],
+               show: Callable[[dict[str, Any]], str]) -> None:
+    """The command line of a probe script (this one, ``position_gap.py``): the model, the
+    tasks (default ``tasks``), samples per task (default ``samples``) and seed; each task's
+    ``measure_task(bundle, task, samples, seed)`` printed by ``show``, and all of them written
+    to ``--json``."""
+    parser = argparse.ArgumentParser(description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     model_arguments(parser)
-    parser.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS))
-    parser.add_argument("--samples", type=int, default=600)
+    parser.add_argument("--tasks", nargs="+", default=list(tasks))
+    parser.add_argument("--samples", type=int, default=samples)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
@@ -225,13 +231,17 @@ def main() -> None:
     bundle.model.eval()
     results = []
     for task in args.tasks:
-        results.append(measure(bundle, task, args.samples, args.seed))
-        print(table(results[-1]), flush=True)
+        results.append(measure_task(bundle, task, args.samples, args.seed))
+        print(show(results[-1]), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"model": args.model, "model_cache": args.model_cache, "seed": args.seed,
                        "results": results}, fh, indent=1)
             fh.write("\n")
+
+
+def main() -> None:
+    probe_main(__doc__, DEFAULT_TASKS, 600, measure, table)
 
 
 if __name__ == "__main__":

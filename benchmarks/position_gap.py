@@ -19,14 +19,12 @@ One thread, CPU: about a minute per task at the defaults.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from typing import Any
 
 import torch
-from picture_gap import hidden_states, linear_probe
-from public_formats import load_tiny, model_arguments
+from picture_gap import hidden_states, linear_probe, probe_main
 
 DEFAULT_TASKS = ("synth-spatial", "synth-pair-relation")
 CELLS = 9
@@ -85,26 +83,7 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    model_arguments(parser)
-    parser.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS))
-    parser.add_argument("--samples", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", default=None, help="also write the results here")
-    args = parser.parse_args()
-    torch.manual_seed(args.seed)
-    bundle = load_tiny(args)
-    bundle.model.eval()
-    results = []
-    for task in args.tasks:
-        results.append(measure(bundle, task, args.samples, args.seed))
-        print(table(results[-1]), flush=True)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"model": args.model, "model_cache": args.model_cache, "seed": args.seed,
-                       "results": results}, fh, indent=1)
-            fh.write("\n")
+    probe_main(__doc__, DEFAULT_TASKS, 400, measure, table)
 
 
 if __name__ == "__main__":
