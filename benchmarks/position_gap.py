@@ -45,16 +45,18 @@ def token_cells(sample: dict[str, Any]) -> list[tuple[int, bool]]:
 
 
 def cell_probes(tokens: Sequence[torch.Tensor], samples: Sequence[dict[str, Any]]
-                ) -> dict[str, list[float]]:
+                ) -> dict[str, Any]:
     """Per layer, the probe accuracy of a token's cell over ``all`` tokens and over the
-    ``occupied`` ones; ``tokens[i]`` is sample ``i``'s ``(layers + 1, tokens, hidden)``."""
+    ``occupied`` ones, with the counts of ``tokens`` and of those ``holding`` an object;
+    ``tokens[i]`` is sample ``i``'s ``(layers + 1, tokens, hidden)``."""
     x = torch.cat([t.transpose(0, 1) for t in tokens])  # tokens, layers + 1, hidden
     labels = [label for s in samples for label in token_cells(s)]
     if len(labels) != len(x):
         raise ValueError(f"{len(x)} image tokens but {len(labels)} cells in the samples' scenes")
     cells = torch.tensor([cell for cell, _ in labels])
     held = torch.tensor([occupied for _, occupied in labels])
-    out: dict[str, list[float]] = {"all": [], "occupied": []}
+    out: dict[str, Any] = {"tokens": len(labels), "holding": int(held.sum()), "all": [],
+                           "occupied": []}
     for layer in range(x.shape[1]):
         out["all"].append(linear_probe(x[:, layer], cells, (3 * len(cells)) // 4,
                                        classes=CELLS))
@@ -69,9 +71,7 @@ def measure(bundle: Any, task: str, count: int, seed: int) -> dict[str, Any]:
 
     samples = [generate_sample(task, "train", i, seed) for i in range(count)]
     tokens, _, _ = hidden_states(bundle, samples)
-    labels = [label for s in samples for label in token_cells(s)]
-    return {"task": task, "samples": count, "tokens": len(labels),
-            "holding": sum(held for _, held in labels), **cell_probes(tokens, samples)}
+    return {"task": task, "samples": count, **cell_probes(tokens, samples)}
 
 
 def table(result: dict[str, Any]) -> str:
