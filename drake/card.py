@@ -856,11 +856,18 @@ headroom. A longer run with every weight trained does not fit the relations eith
 samples (27 times the calibration's) and 4,000 steps (`learnability.py --tasks synth-pair-count
 synth-spatial --full --lr 0.0005 --steps 4000 --every 1000 --train-size 16000 --test 200`, 23
 minutes) end at 48.0% and 53.0% (chance 50), the training loss from 0.351 to 0.344 and 0.353 to
-0.349. So the facts a relation compares (where each object is, how many there are) can be put
-in the tokens, and the pretraining questions that ask them are answered (the public `where`
-family: 100% on the trial's held-out questions), but a client task that composes them into a
-new question is not learnt from its own samples: the composition itself is what the tiny
-models lack.
+0.349. The skills are bound to the words that taught them: `python benchmarks/public_formats.py`
+(held-out `synth-public-formats`, greedy exact match) finds `where` asked as that task asks it
+("In which part of the image is the pink square?", answered in a word) right 21.9% of the time
+on the shipped weights, 25.0% on the control and 28.1% on the trial, while `synth-public-open`'s
+wording of the same question ("Tell me where the pink heart sits.") is answered on pretraining's
+held-out questions (0.93 shipped, 1.00 on the trial). Verdicts ("Is the proposed answer
+right?") are at chance on the shipped weights in every family, 49.7% of 473 (`size` 37.5%,
+though its choice form is 100%), and 63.0% and 63.8% after the second stage 4. So the facts a
+relation compares (where each object is, how many there are) can be put in the tokens, but a
+question worded otherwise, or a client task that composes them into a new question, is not
+learnt from its own samples: composition across wordings is what the tiny models lack, and
+what the next pretraining should teach.
 """
 
 
