@@ -521,6 +521,10 @@ def simulate(configs: Sequence[RunConfig], *, progress: Callable | None = None,
             outcome["error"] = exc
 
     os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
+    # The ClientApps train on the CPU and ask Ray for no GPU. Ray still rewrites such actors'
+    # visible-device variables today, warns that it will stop, and takes 0 here as the opt-in
+    # to that coming default: the runs are the same under both, and the warning goes.
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     flower_simulation(app, client_app, num_supernodes=nodes, backend_config={
         "client_resources": {"num_cpus": cpus_per_client, "num_gpus": 0.0},
         "init_args": {"num_cpus": cpus or os.cpu_count() or 1}})
