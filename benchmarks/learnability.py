@@ -35,6 +35,7 @@ import argparse
 import dataclasses
 import json
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -216,6 +217,12 @@ def by_group(samples: list[dict], right: list[bool], key: str, words: int
     return {g: [round(100.0 * float(np.mean(v)), 1), len(v)] for g, v in sorted(groups.items())}
 
 
+def _progress(task: str, step: int, steps: int, score: str) -> None:
+    """A scored point, on stderr as it comes (a long ``--full`` run is otherwise silent until
+    its task ends; the table goes to stdout)."""
+    print(f"{task}: step {step}/{steps}, {score}", file=sys.stderr, flush=True)
+
+
 def measure(task: str, args: argparse.Namespace) -> dict | None:
     """Train a fresh LoRA on ``task`` and return its curve: option-likelihood accuracy for a
     multiple-choice task; token F1 (``curve``) and exact match (``exact``) of greedy answers for
@@ -244,6 +251,7 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
         def score(step: int) -> None:
             last[:] = hits(bundle, test)
             curve.append(100.0 * sum(last) / len(test))
+            _progress(task, step, args.steps, f"acc {curve[-1]:.1f}")
     else:
         chance, (f1, em) = None, open_scores(bundle, test)
         curve, exact = [f1], [em]
@@ -252,6 +260,7 @@ def measure(task: str, args: argparse.Namespace) -> dict | None:
             f1, em = open_scores(bundle, test)
             curve.append(f1)
             exact.append(em)
+            _progress(task, step, args.steps, f"token F1 {f1:.1f}")
     start = time.perf_counter()
     losses = train(bundle, params, train_set, steps=args.steps, batch_size=args.batch_size,
                    lr=args.lr, seed=args.seed, every=args.every, on_eval=score)
