@@ -905,13 +905,14 @@ scored by option likelihood; a script outside the package): on the shipped weigh
 on an object the question names reach 87-97% (`colour` 96.5, `size` 93.0, `shape` 90.0, `fill`
 89.5, `state` 87.0), while `background` (45.5), `quality` (51.5), `where` (50.5), `count` (46.0),
 `multi_more` (57.5), `multi_same` (51.8) and `multi_count` (40.0) stay at chance. After a second
-stage 4 `background` and `quality` are learnt too: 81.0 and 78.0% on the control, 83.0 and 55.5
-with the verdicts of every family, and 88.5 and 77.5 on a third trial of stage 4 that also asks
-every image token for its picture's background and quality words. `where` and `count` stay at
-chance on all four weights (47.5-51.0% and 46.0-59.0%). Those are what the True/False tasks still
-at chance judge (where objects are, how many there are, how pictures compare): the next
-pretraining has to bring positions, counts and picture comparisons to the answer position, and
-practising the verdict does not.
+stage 4 `background` is learnt on every weights tried (81.0% on the control, 83.0 with the
+verdicts of every family, 88.5 on a third trial of stage 4 that also asks every image token for
+its picture's background and quality words), and `quality` on two of them (78.0 and 77.5; 55.5
+with the verdicts of every family, 67.5 at step 160). `where` stays at chance on all four
+weights (47.5-51.0%) and `count` within 9 points of it (46.0-59.0%). Those are what the
+True/False tasks still at chance judge (where objects are, how many there are, how pictures
+compare): the next pretraining has to bring positions, counts and picture comparisons to the
+answer position, and practising the verdict does not.
 """
 
 
