@@ -963,11 +963,12 @@ Their captions name sides in other words ("above", "to the left of"). Their rela
 objects the question does not name by colour and shape ("the small solid shape"), and they
 span several pictures. No public family asks either. Over the whole calibration (4) keeps 15
 of 38 tasks at 15 points or more (as shipped; mean gain +13.3 points, shipped +14.1, `--jobs 2`).
-Five True/False tasks gain 5 points or more over the shipped weights: `synth-pair-statement`
+Six two-option tasks gain 5 points or more over the shipped weights: `synth-pair-statement`
 65.5% (shipped 49.5), `-quad-statement` 56.0 (46.5), `-spatial` 56.5 (48.0), `-transition` 63.5
-(55.0) and `-quality-pair` 50.5 (45.5); `synth-count-easy` reaches 75.0 (62.0). The lettered and
-numbered tasks lose their label step, as in stage 5's trials: `synth-instance-attr` 36.5% (67.0),
-and the dish-name twins 42.5-52.0% (72.5-77.0). `synth-answerable` (99.5%) passes the 95% headroom.
+(55.0), `-quality-pair` 50.5 (45.5) and `-answerable` 99.5 (91.0), which passes the 95%
+headroom; `synth-count-easy` reaches 75.0 (62.0). The lettered and numbered tasks lose their
+label step, as in stage 5's trials: `synth-instance-attr` 36.5% (67.0), and the dish-name twins
+42.5-52.0% (72.5-77.0).
 A next pretraining would put this read-out on every family's worked-out value, with label
 questions kept in the mix.
 """
